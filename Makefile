@@ -1,0 +1,49 @@
+# Thin wrapper over CMake. `make run` and `make test` are the README's two commands.
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+DATA_DIR ?= ./floe-data
+
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build:
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+asan:
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFL_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+
+run: deps build
+	$(BUILD)/floe serve --data-dir $(DATA_DIR)
+
+unit: build asan
+	$(BUILD)/floe_unit
+	$(ASAN_BUILD)/floe_unit
+
+fuzz-replay: asan
+	@bash scripts/fuzz-replay.sh $(ASAN_BUILD)
+
+integration: build
+	FLOE_BIN=$(abspath $(BUILD))/floe .venv/bin/python -m pytest -q tests/integration
+
+test: deps
+	@bash scripts/test.sh
+
+fuzz:
+	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFL_FUZZ=ON >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
+	@bash scripts/fuzz-run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+bench: build
+	@bash bench/run.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

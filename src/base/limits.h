@@ -1,0 +1,30 @@
+/* Every size and time cap whose input a peer controls, in one place. */
+#ifndef FL_BASE_LIMITS_H
+#define FL_BASE_LIMITS_H
+
+#define FL_HTTP_MAX_HEAD_BYTES     (64 * 1024)   /* request line + headers */
+#define FL_HTTP_MAX_HEADERS        100
+#define FL_HTTP_MAX_TARGET_BYTES   (16 * 1024)   /* request-target */
+#define FL_HTTP_IDLE_TIMEOUT_MS    60000          /* keep-alive idle */
+#define FL_HTTP_READ_TIMEOUT_MS    30000          /* no byte for this long mid-request */
+#define FL_HTTP_HEAD_TIMEOUT_MS    30000          /* whole request head must arrive within */
+#define FL_HTTP_MAX_CONNECTIONS    1024
+#define FL_HTTP_MAX_CHUNK_LINE     4096           /* chunk-size line incl. extensions */
+#define FL_HTTP_MAX_TRAILER_BYTES  (16 * 1024)
+
+#define FL_S3_MAX_OBJECT_BYTES     (5LL * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
+#define FL_S3_MAX_PUT_BYTES        (5LL * 1024 * 1024 * 1024)        /* single PUT/part: 5 GiB */
+#define FL_S3_MIN_PART_BYTES       (5LL * 1024 * 1024)
+#define FL_S3_MAX_PARTS            10000
+#define FL_S3_MAX_KEY_BYTES        1024
+#define FL_S3_MAX_XML_BODY         (2 * 1024 * 1024) /* DeleteObjects, Complete */
+#define FL_S3_MAX_DELETE_KEYS      1000
+#define FL_S3_MAX_LIST_KEYS        1000
+#define FL_S3_MAX_META_BYTES       (2 * 1024)        /* user metadata total, as S3 */
+
+#define FL_AWSCHUNK_MAX_CHUNK      (16 * 1024 * 1024)
+#define FL_SIGV4_MAX_SKEW_S        (15 * 60)
+#define FL_SIGV4_MAX_EXPIRES_S     604800
+
+#define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
+#endif

@@ -1,0 +1,54 @@
+#include "test.h"
+#include "base/buf.h"
+#include "base/time.h"
+
+FL_TEST(base64_roundtrip)
+{
+    char out[64];
+    unsigned char dec[64];
+    fl_base64((const unsigned char *)"hello world", 11, out);
+    CHECK_STR(out, "aGVsbG8gd29ybGQ=");
+    CHECK_EQ(fl_base64_decode(out, strlen(out), dec, sizeof dec), 11);
+    CHECK_MEM(dec, "hello world", 11);
+    CHECK_EQ(fl_base64_decode("a", 1, dec, sizeof dec), -1);
+    CHECK_EQ(fl_base64_decode("a*==", 4, dec, sizeof dec), -1);
+}
+
+FL_TEST(uri_codec)
+{
+    fl_buf_t b;
+    fl_buf_init(&b, 100);
+    CHECK_EQ(fl_uri_encode(FL_SLICE("a b/c%~"), true, &b), FL_OK);
+    CHECK_STR(b.ptr, "a%20b/c%25~");
+    fl_buf_reset(&b);
+    CHECK_EQ(fl_uri_decode(FL_SLICE("a%20b+%2F"), true, &b), FL_OK);
+    CHECK_STR(b.ptr, "a b /");
+    fl_buf_reset(&b);
+    CHECK_EQ(fl_uri_decode(FL_SLICE("bad%2"), false, &b), FL_ERR_INVALID);
+    fl_buf_reset(&b);
+    CHECK_EQ(fl_uri_decode(FL_SLICE("%"), false, &b), FL_ERR_INVALID);
+    fl_buf_free(&b);
+}
+
+FL_TEST(buf_cap)
+{
+    fl_buf_t b;
+    fl_buf_init(&b, 8);
+    CHECK_EQ(fl_buf_adds(&b, "12345678"), FL_OK);
+    CHECK_EQ(fl_buf_addc(&b, '9'), FL_ERR_TOO_LARGE);
+    CHECK_EQ(b.len, 8);
+    fl_buf_free(&b);
+}
+
+FL_TEST(time_formats)
+{
+    char s[40];
+    fl_time_rfc1123(1735689600000LL, s, sizeof s);
+    CHECK_STR(s, "Wed, 01 Jan 2025 00:00:00 GMT");
+    fl_time_iso8601(1735689600123LL, s, sizeof s);
+    CHECK_STR(s, "2025-01-01T00:00:00.123Z");
+    CHECK_EQ(fl_time_parse_amz("20250101T000000Z", 16), 1735689600LL);
+    CHECK_EQ(fl_time_parse_amz("20251301T000000Z", 16), -1);
+    CHECK_EQ(fl_time_parse_http("Wed, 01 Jan 2025 00:00:00 GMT", 29), 1735689600LL);
+    CHECK_EQ(fl_time_parse_http("garbage", 7), -1);
+}
