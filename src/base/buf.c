@@ -2,6 +2,7 @@
 #include "base/mem.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 fl_slice_t fl_slice_cstr(const char *s) { return (fl_slice_t){ s, s ? strlen(s) : 0 }; }
