@@ -11,6 +11,11 @@
 #define FL_HTTP_MAX_CONNECTIONS    1024
 #define FL_HTTP_MAX_CHUNK_LINE     4096           /* chunk-size line incl. extensions */
 #define FL_HTTP_MAX_TRAILER_BYTES  (16 * 1024)
+#define FL_HTTP_WRITE_TIMEOUT_MS   30000          /* no send progress for this long */
+#define FL_HTTP_DRAIN_MAX_BYTES    (1024 * 1024)  /* unread request body drained after a response; more: close */
+#define FL_HTTP_LINGER_MS          2000           /* input discarded this long after a closing response */
+#define FL_HTTP_METRICS_MAX_OPS    64             /* distinct op labels per server (then "other") */
+#define FL_HTTP_METRICS_MAX_SERIES 256            /* distinct (op, status) label sets per server */
 
 #define FL_S3_MAX_OBJECT_BYTES     (5LL * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define FL_S3_MAX_PUT_BYTES        (5LL * 1024 * 1024 * 1024)        /* single PUT/part: 5 GiB */

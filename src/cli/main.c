@@ -1,11 +1,37 @@
+/* floe: one binary, several jobs. */
+#include "cli/cli.h"
 #include <stdio.h>
 #include <string.h>
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    { "serve", fl_cmd_serve, "run the table-bucket service (S3 data plane, catalog)" },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: floe <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+    fprintf(f, "\n'floe <command> --help' describes a command's options.\n");
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        printf("usage: floe serve [options]\n");
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
     }
-    fprintf(stderr, "floe: unknown command %s\n", argv[1]);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "floe: unknown command '%s'\n", argv[1]);
+    usage(stderr);
     return 2;
 }

@@ -57,7 +57,7 @@ fl_slice_t fl_http_header_val(const fl_http_req_t *req, const char *lname);
 
 /* Chunked transfer-coding decoder (push model, used by the server; fuzzed).
  * Feed raw bytes; decoded data bytes are delivered in place: on return
- * *out/*outlen point at decoded data inside in (possibly shorter than consumed). */
+ * out / outlen point at decoded data inside in (possibly shorter than consumed). */
 typedef struct fl_chunked {
     int state;
     uint64_t remaining;   /* bytes left in the current chunk */

@@ -20,7 +20,12 @@ typedef struct fl_store fl_store_t;
  * Sweeps temp files, blobs no index row names, and multipart uploads older
  * than FL_STALE_UPLOAD_S. Returns NULL and logs on failure. */
 fl_store_t *fl_store_open(const char *dir);
+/* Closes the store; no other call on s may be running or follow. */
 void fl_store_close(fl_store_t *s);
+/* Removes multipart uploads created before now_ms - FL_STALE_UPLOAD_S (index
+ * rows and part blobs). Safe to call periodically from any worker thread
+ * while the store is in use; orphan blobs are swept only at open. */
+fl_err_t fl_store_sweep(fl_store_t *s, int64_t now_ms);
 
 /* ---- buckets ---- */
 typedef struct fl_bucket_info {

@@ -1,0 +1,244 @@
+#!/usr/bin/env bash
+# bench/run.sh: floe vs. a peer S3 server (MinIO), same load, same machine.
+# Prints PUT/GET MiB/s for 64 MiB objects (1 and 8 clients), 4 KiB PUT/GET
+# req/s (16 clients) and floe's peak RSS, each as floe, peer, floe/peer.
+# See bench/README.md. Usage: make bench   (or: bash bench/run.sh)
+#
+# Environment (all optional):
+#   BENCH_SECONDS=3     length of one timed run
+#   BENCH_RUNS=3        runs per figure and server; the median is reported
+#   BENCH_ENGINE=raw    s3load engine: raw (default) or curl
+#   BENCH_SERVERS="floe peer"   which servers to run
+#   BENCH_TMPDIR=bench/out      where the data dirs go (a real disk, not tmpfs)
+#   FLOE_BIN=build/floe
+#   MINIO_BIN=bench/.cache/gobin/minio   built on first use (go install)
+#   MINIO_VERSION=<module version to build if MINIO_BIN is missing>
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=$ROOT/bench/.cache
+RUN_SECONDS=${BENCH_SECONDS:-3}
+RUNS=${BENCH_RUNS:-3}
+ENGINE=${BENCH_ENGINE:-raw}
+SERVERS=${BENCH_SERVERS:-floe peer}
+FLOE_BIN=${FLOE_BIN:-$ROOT/build/floe}
+MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
+MINIO_BIN=${MINIO_BIN:-$CACHE/gobin/minio}
+S3LOAD=$CACHE/bin/s3load
+ACCESS_KEY=benchadmin
+SECRET_KEY=bench-secret-key-0123456789
+BUCKET=bench
+BUDGET_S=570 # stop starting new runs after this many seconds (whole script < 10 min)
+
+START_TS=$(date +%s)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=$ROOT/bench/out/$STAMP
+mkdir -p "$OUT" "$CACHE/bin"
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+mkdir -p "${BENCH_TMPDIR:-$ROOT/bench/out}"
+DATA=$(mktemp -d -p "${BENCH_TMPDIR:-$ROOT/bench/out}" data.XXXXXX)
+
+log() { printf '[bench %3ds] %s\n' "$(($(date +%s) - START_TS))" "$*" >&2; }
+elapsed() { echo $(($(date +%s) - START_TS)); }
+
+SERVER_PID=""
+stop_server() {
+    local pid=${SERVER_PID}
+    [ -n "$pid" ] || return 0
+    SERVER_PID=""
+    if kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    wait "$pid" 2>/dev/null || true
+}
+cleanup() {
+    stop_server
+    rm -rf "$DATA"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 20000))
+        if port_free "$p"; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+
+wait_http_200() { # url timeout_s pid
+    local deadline=$(($(date +%s) + $2)) code
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        kill -0 "$3" 2>/dev/null || return 1
+        code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1" || true)
+        [ "$code" = 200 ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+# ---------- build ----------
+if [ ! -x "$S3LOAD" ] || [ "$ROOT/bench/s3load.c" -nt "$S3LOAD" ]; then
+    log "building s3load"
+    gcc -O2 -g -Wall -Wextra -Werror -std=gnu17 "$ROOT/bench/s3load.c" -o "$S3LOAD" \
+        -lcurl -lcrypto -lpthread
+fi
+if [[ " $SERVERS " == *" floe "* ]] && [ ! -x "$FLOE_BIN" ]; then
+    log "building floe"
+    make -C "$ROOT" build >&2 || log "floe build failed"
+fi
+if [[ " $SERVERS " == *" peer "* ]] && [ ! -x "$MINIO_BIN" ]; then
+    log "building MinIO $MINIO_VERSION (one time, cached in bench/.cache; a few minutes)"
+    mkdir -p "$CACHE/gobin"
+    GOBIN=$(dirname "$MINIO_BIN") GOFLAGS=-mod=mod timeout 420 \
+        go install "github.com/minio/minio@$MINIO_VERSION" >"$OUT/minio-build.log" 2>&1 ||
+        log "MinIO build failed (see $OUT/minio-build.log)"
+fi
+
+# ---------- figures ----------
+# name|op|size|clients|unit|target (floe, >=)|extra s3load args
+FIGURES=(
+    "PUT 64 MiB, 1 client|put|64M|1|MiB/s|500|--key-ring 2"
+    "PUT 64 MiB, 8 clients|put|64M|8|MiB/s|500|--key-ring 2"
+    "GET 64 MiB, 1 client|get|64M|1|MiB/s|1536|"
+    "GET 64 MiB, 8 clients|get|64M|8|MiB/s|1536|"
+    "PUT 4 KiB, 16 clients|put|4K|16|req/s||"
+    "GET 4 KiB, 16 clients|get|4K|16|req/s|15000|"
+)
+
+declare -A VALUE # [server|figure index] -> median
+declare -A PEAK  # [server] -> VmHWM MiB
+
+median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print ""; else if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'; }
+jget() { sed -n "s/.*\"$1\":\\([-0-9.]*\\).*/\\1/p"; }
+
+run_figures() { # server endpoint
+    local server=$1 ep=$2 i f name op size clients unit target extra field r line vals
+    for i in "${!FIGURES[@]}"; do
+        IFS='|' read -r name op size clients unit target extra <<<"${FIGURES[$i]}"
+        field=mib_s
+        [ "$unit" = "req/s" ] && field=req_s
+        vals=""
+        for r in $(seq "$RUNS"); do
+            if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
+                log "time budget reached: skipping $server '$name' run $r"
+                continue
+            fi
+            # start each run with no dirty page-cache data from earlier writes:
+            # write-back of GiBs (disk ~450 MB/s) would otherwise slow the next run
+            timeout 120 sync || true
+            # shellcheck disable=SC2086
+            line=$(timeout $((RUN_SECONDS + 120)) "$S3LOAD" --endpoint "$ep" \
+                --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY" --bucket "$BUCKET" \
+                --engine "$ENGINE" --op "$op" --size "$size" --clients "$clients" \
+                --seconds "$RUN_SECONDS" --label "$server|$i|$r" $extra \
+                2>>"$OUT/s3load.err") || true
+            if [ -z "$line" ]; then
+                log "$server '$name' run $r: no result (see $OUT/s3load.err)"
+                continue
+            fi
+            echo "$line" >>"$RESULTS"
+            if [ "$(echo "$line" | jget errors)" = 0 ] && [ "$(echo "$line" | jget ops)" != 0 ]; then
+                vals+="$(echo "$line" | jget "$field")"$'\n'
+            else
+                log "$server '$name' run $r had errors: $line"
+            fi
+            log "$server $name run $r: $(echo "$line" | jget "$field") $unit" \
+                "(p50 $(echo "$line" | jget p50_ms) ms, p99 $(echo "$line" | jget p99_ms) ms," \
+                "client cpu $(echo "$line" | jget client_cpu_s) s)"
+        done
+        VALUE[$server|$i]=$(printf '%s' "$vals" | grep . | median || true)
+    done
+}
+
+peak_rss_mib() { awk '/^VmHWM:/ {printf "%.0f\n", $2/1024}' "/proc/$1/status" 2>/dev/null || true; }
+
+start_floe() {
+    local p1 p2
+    p1=$(pick_port) && p2=$(pick_port) || return 1
+    mkdir -p "$DATA/floe"
+    log "starting floe on 127.0.0.1:$p1 (catalog 127.0.0.1:$p2)"
+    FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
+        "$FLOE_BIN" serve --data-dir "$DATA/floe" --s3-listen "127.0.0.1:$p1" \
+        --catalog-listen "127.0.0.1:$p2" >"$OUT/floe.log" 2>&1 &
+    SERVER_PID=$!
+    ENDPOINT=http://127.0.0.1:$p1
+    wait_http_200 "$ENDPOINT/health" 30 "$SERVER_PID"
+}
+
+start_peer() {
+    local p1 p2
+    p1=$(pick_port) && p2=$(pick_port) || return 1
+    mkdir -p "$DATA/minio"
+    log "starting MinIO on 127.0.0.1:$p1"
+    MINIO_ROOT_USER=$ACCESS_KEY MINIO_ROOT_PASSWORD=$SECRET_KEY MINIO_BROWSER=off \
+        MINIO_UPDATE=off CI=true \
+        "$MINIO_BIN" server --quiet --address "127.0.0.1:$p1" \
+        --console-address "127.0.0.1:$p2" "$DATA/minio" >"$OUT/minio.log" 2>&1 &
+    SERVER_PID=$!
+    ENDPOINT=http://127.0.0.1:$p1
+    wait_http_200 "$ENDPOINT/minio/health/live" 30 "$SERVER_PID"
+}
+
+for server in $SERVERS; do
+    ok=1
+    case $server in
+    floe) [ -x "$FLOE_BIN" ] && start_floe || ok=0 ;;
+    peer) [ -x "$MINIO_BIN" ] && start_peer || ok=0 ;;
+    *) log "unknown server $server"; continue ;;
+    esac
+    if [ $ok = 1 ]; then
+        run_figures "$server" "$ENDPOINT"
+        PEAK[$server]=$(peak_rss_mib "$SERVER_PID")
+    else
+        log "$server did not start (see $OUT/$server.log / minio.log)"
+    fi
+    stop_server
+    rm -rf "${DATA:?}/floe" "${DATA:?}/minio"
+    timeout 60 sync || true # flush written data before the next server's phase
+done
+
+# ---------- report ----------
+GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || GIT_REV="$GIT_REV+dirty"
+MINIO_MOD=$(go version -m "$MINIO_BIN" 2>/dev/null | awk '$1=="mod" && $2=="github.com/minio/minio" {print $3}')
+FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
+{
+    echo "floe S3 benchmark  $STAMP"
+    echo "machine : $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); data dirs on $FSTYPE"
+    echo "servers : floe $GIT_REV ($FLOE_BIN); peer MinIO github.com/minio/minio@${MINIO_MOD:-?} (single drive); one at a time, 127.0.0.1"
+    echo "client  : bench/s3load, engine=$ENGINE, one thread + one keep-alive connection per client, SigV4 (UNSIGNED-PAYLOAD),"
+    echo "          1 untimed warm-up request per client; 64 MiB PUTs overwrite a ring of 2 keys per client, 4 KiB PUTs create new keys;"
+    echo "          GETs read objects uploaded before the timed phase (served from page cache)"
+    echo "runs    : $RUNS x ${RUN_SECONDS}s per figure per server, median reported; ratio = floe/peer (peak RSS: lower is better)"
+    echo
+    printf '%-26s %10s %10s %8s %11s  %s\n' "figure" "floe" "peer" "ratio" "target" "verdict"
+    for i in "${!FIGURES[@]}"; do
+        IFS='|' read -r name op size clients unit target extra <<<"${FIGURES[$i]}"
+        fv=${VALUE[floe|$i]:-} pv=${VALUE[peer|$i]:-}
+        awk -v n="$name" -v u="$unit" -v f="$fv" -v p="$pv" -v t="$target" 'BEGIN {
+            ratio = (f != "" && p != "" && p > 0) ? sprintf("%.2f", f / p) : "n/a"
+            tgt = (t != "") ? sprintf(">= %d", t) : "> peer"
+            v = "ok"
+            if (f == "") v = "NO DATA"
+            else {
+                if (t != "" && f + 0 < t + 0) v = "BELOW TARGET"
+                if (p != "" && f + 0 <= p + 0) v = (v == "ok") ? "BEHIND PEER" : v ", BEHIND PEER"
+            }
+            printf "%-26s %10s %10s %8s %11s  %s\n", n " (" u ")", (f == "" ? "n/a" : sprintf("%.0f", f)), (p == "" ? "n/a" : sprintf("%.0f", p)), ratio, tgt, v
+        }'
+    done
+    fr=${PEAK[floe]:-} pr=${PEAK[peer]:-}
+    awk -v f="$fr" -v p="$pr" 'BEGIN {
+        ratio = (f != "" && p != "" && p > 0) ? sprintf("%.2f", f / p) : "n/a"
+        v = (f == "") ? "NO DATA" : ((p != "" && f + 0 > p + 0) ? "ABOVE PEER" : "ok")
+        printf "%-26s %10s %10s %8s %11s  %s\n", "peak RSS (MiB, VmHWM)", (f == "" ? "n/a" : f), (p == "" ? "n/a" : p), ratio, "< peer", v
+    }'
+    echo
+    echo "raw results: $RESULTS; server logs: $OUT; total $(elapsed)s"
+} | tee "$OUT/table.txt"

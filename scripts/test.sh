@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: build (optimised and ASan+UBSan), unit tests in both,
+# fuzz-corpus replay under the sanitizers, then the integration tests against
+# real clients. The last line is pytest's summary.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+echo "== build (optimised)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j "$jobs" 2>&1 | grep -vE '^\[ *[0-9]+%\]' || true
+test -x build/floe
+echo "== build (ASan+UBSan)"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DFL_SANITIZE=ON >/dev/null
+cmake --build build-asan -j "$jobs" 2>&1 | grep -vE '^\[ *[0-9]+%\]' || true
+test -x build-asan/floe
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+echo "== unit tests (optimised)"
+build/floe_unit
+echo "== unit tests (ASan+UBSan)"
+build-asan/floe_unit
+echo "== fuzz corpus replay (ASan+UBSan)"
+bash scripts/fuzz-replay.sh build-asan
+echo "== integration tests (real clients against the ASan+UBSan floe)"
+FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"

@@ -1,0 +1,5 @@
+/* Subcommands of the floe binary. Each returns the process exit code. */
+#ifndef FL_CLI_CLI_H
+#define FL_CLI_CLI_H
+int fl_cmd_serve(int argc, char **argv);
+#endif

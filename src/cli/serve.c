@@ -1,0 +1,227 @@
+/* floe serve: configuration (flags > FLOE_* environment > config file >
+ * defaults, from one table), the data-plane and catalog listeners, signal
+ * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
+#include "api/s3.h"
+#include "auth/keys.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "cli/cli.h"
+#include "net/http.h"
+#include "store/store.h"
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
+       OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_CONFIG, OPT__COUNT };
+
+/* The configuration keys: flag name (also the config-file key), environment
+ * variable, default, help. */
+static const struct {
+    const char *name, *env, *def, *help;
+    bool flag; /* boolean: given without a value */
+} opts[OPT__COUNT] = {
+    [OPT_DATA_DIR] = { "data-dir", "FLOE_DATA_DIR", "./floe-data", "directory for the catalog and objects", false },
+    [OPT_S3_LISTEN] = { "s3-listen", "FLOE_S3_LISTEN", "127.0.0.1:9000", "S3 data plane address", false },
+    [OPT_CATALOG_LISTEN] = { "catalog-listen", "FLOE_CATALOG_LISTEN", "127.0.0.1:8181", "S3 Tables / Iceberg REST address", false },
+    [OPT_REGION] = { "region", "FLOE_REGION", "us-east-1", "region reported to clients", false },
+    [OPT_INSECURE] = { "insecure-no-auth", "FLOE_INSECURE_NO_AUTH", "false", "accept unsigned requests (local development only)", true },
+    [OPT_ACCESS_LOG] = { "access-log", "FLOE_ACCESS_LOG", "true", "log one line per request", false },
+    [OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info", "debug, info, warn or error", false },
+    [OPT_ROOT_AKID] = { "root-access-key-id", "FLOE_ROOT_ACCESS_KEY_ID", "", "root access key id (else generated)", false },
+    [OPT_ROOT_SECRET] = { "root-secret-access-key", "FLOE_ROOT_SECRET_ACCESS_KEY", "", "root secret (else generated)", false },
+    [OPT_CONFIG] = { "config", "FLOE_CONFIG", "", "config file: 'key value' lines with the flag names as keys", false },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: floe serve [options]\n\noptions (flag, environment, default):\n");
+    for (int i = 0; i < OPT__COUNT; i++)
+        fprintf(f, "  --%-24s %-28s %-16s %s\n", opts[i].name, opts[i].env,
+                opts[i].def[0] ? opts[i].def : "-", opts[i].help);
+}
+
+static bool truthy(const char *v)
+{
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on"));
+}
+
+static int find_opt(const char *name)
+{
+    for (int i = 0; i < OPT__COUNT; i++)
+        if (!strcmp(opts[i].name, name)) return i;
+    return -1;
+}
+
+/* Config file: "key value" or "key = value" lines, '#' comments. */
+static bool load_config_file(const char *path, char **vals, const bool *from_flag)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "floe: cannot open config file %s: %s\n", path, strerror(errno));
+        return false;
+    }
+    char line[4096];
+    int lineno = 0;
+    bool ok = true;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        p[strcspn(p, "\r\n")] = 0;
+        if (!*p || *p == '#') continue;
+        char *k = p;
+        size_t kl = strcspn(p, " \t=");
+        char *v = p + kl;
+        while (*v == ' ' || *v == '\t' || *v == '=') v++;
+        k[kl] = 0;
+        int i = find_opt(k);
+        if (i < 0 || i == OPT_CONFIG) {
+            fprintf(stderr, "floe: %s:%d: unknown key '%s'\n", path, lineno, k);
+            ok = false;
+            continue;
+        }
+        if (!from_flag[i] && !getenv(opts[i].env)) {
+            free(vals[i]);
+            vals[i] = fl_strdup(v);
+        }
+    }
+    fclose(f);
+    return ok;
+}
+
+/* Catalog port: the S3 Tables API and the Iceberg REST catalog mount here
+ * (not served yet); every other path answers 404 in Iceberg's error shape. */
+static void catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
+{
+    static const char body[] =
+        "{\"error\":{\"message\":\"No route for this path\",\"type\":\"NotFoundException\",\"code\":404}}";
+    fl_http_set_op(c, "NotFound");
+    fl_http_resp_status(c, 404);
+    fl_http_resp_header(c, "Content-Type", "application/json");
+    fl_http_resp_send(c, body, sizeof body - 1);
+}
+
+int fl_cmd_serve(int argc, char **argv)
+{
+    char *vals[OPT__COUNT] = { 0 };
+    bool from_flag[OPT__COUNT] = { 0 };
+    struct option lo[OPT__COUNT + 2];
+    for (int i = 0; i < OPT__COUNT; i++)
+        lo[i] = (struct option){ opts[i].name, opts[i].flag ? optional_argument : required_argument, NULL, 1000 + i };
+    lo[OPT__COUNT] = (struct option){ "help", no_argument, NULL, 'h' };
+    lo[OPT__COUNT + 1] = (struct option){ 0 };
+    int c, rc = 1;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+        if (c == 'h') {
+            usage(stdout);
+            return 0;
+        }
+        if (c < 1000) {
+            usage(stderr);
+            return 2;
+        }
+        int i = c - 1000;
+        free(vals[i]);
+        vals[i] = fl_strdup(optarg ? optarg : "true");
+        from_flag[i] = true;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "floe serve: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    for (int i = 0; i < OPT__COUNT; i++)
+        if (!vals[i] && getenv(opts[i].env)) vals[i] = fl_strdup(getenv(opts[i].env));
+    if (vals[OPT_CONFIG] && *vals[OPT_CONFIG] && !load_config_file(vals[OPT_CONFIG], vals, from_flag))
+        return 2;
+    for (int i = 0; i < OPT__COUNT; i++)
+        if (!vals[i]) vals[i] = fl_strdup(opts[i].def);
+
+    const char *lvl = vals[OPT_LOG_LEVEL];
+    fl_log_level = !strcmp(lvl, "debug") ? FL_LOG_DEBUG : !strcmp(lvl, "warn") ? FL_LOG_WARN
+                 : !strcmp(lvl, "error") ? FL_LOG_ERROR : FL_LOG_INFO;
+
+    /* Signals: handled by sigwait in this thread only. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    fl_store_t *store = NULL;
+    fl_http_server_t *s3srv = NULL, *catsrv = NULL;
+    const char *dir = vals[OPT_DATA_DIR];
+    char objdir[4096];
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        fl_error("cannot create data directory %s: %s", dir, strerror(errno));
+        goto out;
+    }
+    fl_keys_t keys;
+    bool generated;
+    if (fl_keys_root(dir, vals[OPT_ROOT_AKID], vals[OPT_ROOT_SECRET], &keys, &generated) != FL_OK) goto out;
+    snprintf(objdir, sizeof objdir, "%s/objects", dir);
+    if (mkdir(objdir, 0700) != 0 && errno != EEXIST) {
+        fl_error("cannot create %s: %s", objdir, strerror(errno));
+        goto out;
+    }
+    store = fl_store_open(objdir);
+    if (!store) goto out;
+
+    fl_s3_cfg_t s3cfg = {
+        .store = store, .region = vals[OPT_REGION], .insecure_no_auth = truthy(vals[OPT_INSECURE]),
+        .lookup = fl_keys_lookup, .lookup_ud = &keys,
+    };
+    bool access_log = truthy(vals[OPT_ACCESS_LOG]);
+    fl_http_server_cfg_t hs = { .name = "s3", .listen = vals[OPT_S3_LISTEN], .handler = fl_s3_handle,
+                                .ud = &s3cfg, .access_log = access_log };
+    s3srv = fl_http_server_start(&hs);
+    if (!s3srv) goto out;
+    fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = catalog_handle,
+                                .ud = NULL, .access_log = access_log };
+    catsrv = fl_http_server_start(&cs);
+    if (!catsrv) goto out;
+
+    if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
+    printf("floe serve\n");
+    printf("  data dir        %s\n", dir);
+    printf("  S3 data plane   http://%s (port %d)\n", vals[OPT_S3_LISTEN], fl_http_server_port(s3srv));
+    printf("  catalog         http://%s (port %d)\n", vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv));
+    printf("  region          %s\n", vals[OPT_REGION]);
+    printf("  root access key %s\n", keys.akid);
+    if (generated)
+        printf("  root secret     %s  (generated now; kept in %s/root-key, mode 0600)\n", keys.secret, dir);
+    else
+        printf("  root secret     (configured, or in %s/root-key)\n", dir);
+    fflush(stdout);
+
+    int64_t last_sweep = fl_mono_ms();
+    for (;;) {
+        struct timespec ts = { .tv_sec = 60 };
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGTERM || sig == SIGINT) {
+            fl_info("signal %d: shutting down", sig);
+            break;
+        }
+        if (fl_mono_ms() - last_sweep > 3600 * 1000) {
+            fl_store_sweep(store, fl_now_ms());
+            last_sweep = fl_mono_ms();
+        }
+    }
+    rc = 0;
+out:
+    if (catsrv) fl_http_server_stop(catsrv, 10000);
+    if (s3srv) fl_http_server_stop(s3srv, 10000);
+    if (store) fl_store_close(store);
+    for (int i = 0; i < OPT__COUNT; i++) free(vals[i]);
+    return rc;
+}

@@ -1,0 +1,31 @@
+/* Per-server HTTP metrics, rendered in the Prometheus text format.
+ *
+ * Each HTTP server owns one fl_metrics_t; all live ones are kept in a process
+ * registry so /metrics on any listener shows every server (label `server`).
+ * Updates are lock-free (relaxed atomics on fixed slots; no allocation per
+ * request). Op labels are interned into at most FL_HTTP_METRICS_MAX_OPS slots
+ * (then "other"); (op, status) pairs are capped at FL_HTTP_METRICS_MAX_SERIES
+ * (then op="other",status="other"). */
+#ifndef FL_NET_METRICS_H
+#define FL_NET_METRICS_H
+#include <stdint.h>
+#include "base/buf.h"
+#include "base/err.h"
+
+typedef struct fl_metrics fl_metrics_t;
+
+/* Creates and registers metrics for a server named `server` (copied).
+ * Any thread. Free with fl_metrics_free. */
+fl_metrics_t *fl_metrics_new(const char *server);
+/* Unregisters and frees. No other thread may still update m. */
+void fl_metrics_free(fl_metrics_t *m);
+/* Records one finished request. op may be NULL ("unknown"); it is copied on
+ * first sight, so any string works, but literals are the fast path. Any thread. */
+void fl_metrics_request(fl_metrics_t *m, const char *op, int status, int64_t dur_ns,
+                        uint64_t bytes_in, uint64_t bytes_out);
+/* Adjusts the open-connection gauge by delta. Any thread. */
+void fl_metrics_conn_add(fl_metrics_t *m, int delta);
+/* Appends the text exposition of every registered server to out. Any thread. */
+fl_err_t fl_metrics_render(fl_buf_t *out);
+
+#endif
