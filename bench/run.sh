@@ -31,6 +31,7 @@ BUCKET=bench
 BUDGET_S=570 # stop starting new runs after this many seconds (whole script < 10 min)
 
 START_TS=$(date +%s)
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=$ROOT/bench/out/$STAMP
 mkdir -p "$OUT" "$CACHE/bin"
@@ -136,7 +137,7 @@ run_figures() { # server endpoint
             line=$(timeout $((RUN_SECONDS + 120)) "$S3LOAD" --endpoint "$ep" \
                 --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY" --bucket "$BUCKET" \
                 --engine "$ENGINE" --op "$op" --size "$size" --clients "$clients" \
-                --seconds "$RUN_SECONDS" --label "$server|$i|$r" $extra \
+                --seconds "$RUN_SECONDS" --label "$server|$i|$r" --server-pid "$SERVER_PID" $extra \
                 2>>"$OUT/s3load.err") || true
             if [ -z "$line" ]; then
                 log "$server '$name' run $r: no result (see $OUT/s3load.err)"
@@ -149,8 +150,9 @@ run_figures() { # server endpoint
                 log "$server '$name' run $r had errors: $line"
             fi
             log "$server $name run $r: $(echo "$line" | jget "$field") $unit" \
-                "(p50 $(echo "$line" | jget p50_ms) ms, p99 $(echo "$line" | jget p99_ms) ms," \
-                "client cpu $(echo "$line" | jget client_cpu_s) s)"
+                "(p50 $(echo "$line" | jget p50_ms) ms, p99 $(echo "$line" | jget p99_ms) ms;" \
+                "cpu s: server $(echo "$line" | jget server_cpu_s), client $(echo "$line" | jget client_cpu_s)," \
+                "other $(echo "$line" | jget other_cpu_s), in $(echo "$line" | jget seconds) s)"
         done
         VALUE[$server|$i]=$(printf '%s' "$vals" | grep . | median || true)
     done
@@ -215,6 +217,7 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
     echo "client  : bench/s3load, engine=$ENGINE, one thread + one keep-alive connection per client, SigV4 (UNSIGNED-PAYLOAD),"
     echo "          1 untimed warm-up request per client; 64 MiB PUTs overwrite a ring of 2 keys per client, 4 KiB PUTs create new keys;"
     echo "          GETs read objects uploaded before the timed phase (served from page cache)"
+    echo "load    : load average at start $LOAD_AT_START; 'other' CPU below = processes other than server and client"
     echo "runs    : $RUNS x ${RUN_SECONDS}s per figure per server, median reported; ratio = floe/peer (peak RSS: lower is better)"
     echo
     printf '%-26s %10s %10s %8s %11s  %s\n' "figure" "floe" "peer" "ratio" "target" "verdict"
@@ -239,6 +242,36 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
         v = (f == "") ? "NO DATA" : ((p != "" && f + 0 > p + 0) ? "ABOVE PEER" : "ok")
         printf "%-26s %10s %10s %8s %11s  %s\n", "peak RSS (MiB, VmHWM)", (f == "" ? "n/a" : f), (p == "" ? "n/a" : p), ratio, "< peer", v
     }'
+    echo
+    echo "per figure, medians over runs: p99 latency (ms); CPU cores busy in the timed window: server / s3load / other processes"
+    printf '%-26s %9s %9s   %-17s %-17s\n' "" "floe p99" "peer p99" "floe srv/cli/oth" "peer srv/cli/oth"
+    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | cut -d'|' -f1 | paste -sd'|')" '
+        function get(l, k) { return match(l, "\"" k "\":[-0-9.]+") ? substr(l, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : "" }
+        function med(key,   n, i, j, t, a) {
+            n = split(vals[key], a, " "); if (n == 0 || vals[key] == "") return ""
+            for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function add(key, v) { if (v != "" && v >= 0) vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+        {
+            if (!match($0, /"label":"[^"]*"/)) next
+            split(substr($0, RSTART + 9, RLENGTH - 10), lb, "|")
+            if (get($0, "errors") != 0 || get($0, "ops") == 0) next
+            k = lb[1] "|" lb[2]; secs = get($0, "seconds"); if (secs <= 0) next
+            add(k "|p99", get($0, "p99_ms"))
+            add(k "|srv", get($0, "server_cpu_s") / secs); add(k "|cli", get($0, "client_cpu_s") / secs)
+            add(k "|oth", get($0, "other_cpu_s") / secs)
+        }
+        function cores(s, i,   a, b, c) {
+            a = med(s "|" i "|srv"); b = med(s "|" i "|cli"); c = med(s "|" i "|oth")
+            return (a == "") ? "n/a" : sprintf("%.2f/%.2f/%.2f", a, b, c)
+        }
+        function ms(s, i,   v) { v = med(s "|" i "|p99"); return (v == "") ? "n/a" : sprintf("%.1f", v) }
+        END {
+            n = split(names, nm, "|")
+            for (i = 1; i <= n; i++)
+                printf "%-26s %9s %9s   %-17s %-17s\n", nm[i], ms("floe", i - 1), ms("peer", i - 1), cores("floe", i - 1), cores("peer", i - 1)
+        }' "$RESULTS"
     echo
     echo "raw results: $RESULTS; server logs: $OUT; total $(elapsed)s"
 } | tee "$OUT/table.txt"

@@ -4,9 +4,11 @@
  *          --bucket B --op put|get --size BYTES --clients N
  *          (--seconds S | --requests N) [--objects K] [--key-ring R]
  *          [--engine raw|curl] [--prefix P] [--region R] [--label L]
+ *          [--server-pid PID]
  *
  * Prints one line of JSON: ops, bytes, seconds, MiB/s, req/s, p50/p99 latency
- * and the CPU time the load generator itself used.
+ * and, for the timed window, the CPU time used by the load generator itself,
+ * by the server (--server-pid) and by everything else on the machine.
  *
  * Method, chosen so that the client is not the bottleneck:
  *  - one thread per client, each with one keep-alive HTTP/1.1 connection
@@ -94,6 +96,7 @@ static struct {
     int key_ring;   /* PUT: keys per client, reused round-robin; 0 = unique */
     bool use_curl;
     bool verbose;
+    long server_pid; /* for CPU accounting of the timed window; 0 = none */
 } cfg;
 
 static char *g_body;              /* shared PUT payload, cfg.size bytes */
@@ -411,10 +414,9 @@ static int send_iov(int fd, struct iovec *iov, int cnt, result_t *x)
 /* One attempt. Returns 0 when a final response was read, -1 on a transport
  * error; *retryable is set when nothing at all came back on a reused
  * connection (the server closed it idle), so the request can be resent. */
-static int raw_attempt(raw_t *r, int method, const char *path, const char *body, size_t len,
-                       result_t *x, bool *retryable)
+/* Signed request head into r->head; returns its length. */
+static size_t build_head(raw_t *r, int method, const char *path, size_t len, bool *expect)
 {
-    *retryable = false;
     char amzdate[17];
     time_t now = time(NULL);
     struct tm tm;
@@ -423,7 +425,7 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
     const char *ph = method == M_PUT ? UNSIGNED_PAYLOAD : EMPTY_SHA256;
     char auth[512];
     sigv4(r, method_names[method], path, ph, amzdate, auth, sizeof(auth));
-    bool expect = method == M_PUT && len >= EXPECT_THRESHOLD;
+    *expect = method == M_PUT && len >= EXPECT_THRESHOLD;
     char clen[64] = "";
     if (method == M_PUT)
         snprintf(clen, sizeof(clen), "Content-Length: %zu\r\n", len);
@@ -432,15 +434,24 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
                       "x-amz-date: %s\r\nx-amz-content-sha256: %s\r\nAuthorization: %s\r\n"
                       "%s%s\r\n",
                       method_names[method], path, g_hostport, amzdate, ph, auth, clen,
-                      expect ? "Expect: 100-continue\r\n" : "");
+                      *expect ? "Expect: 100-continue\r\n" : "");
     if (hn < 0 || (size_t)hn >= sizeof(r->head))
         die("request head too long");
+    return (size_t)hn;
+}
+
+static int raw_attempt(raw_t *r, int method, const char *path, const char *body, size_t len,
+                       result_t *x, bool *retryable)
+{
+    *retryable = false;
+    bool expect;
+    size_t hn = build_head(r, method, path, len, &expect);
 
     /* resendable if the server closed a kept-alive connection before
      * answering anything (idle timeout): PUT and GET are idempotent */
     bool was_reused = r->reused;
     uint64_t rx0 = r->rx;
-    struct iovec iov[2] = {{r->head, (size_t)hn}, {(void *)body, len}};
+    struct iovec iov[2] = {{r->head, hn}, {(void *)body, len}};
     int niov = (method == M_PUT && len > 0 && !expect) ? 2 : 1;
     if (send_iov(r->fd, iov, niov, x) != 0) {
         *retryable = was_reused;
@@ -658,12 +669,16 @@ static void report_error(const char *what, const char *path, const result_t *x)
 typedef struct {
     int id;
     pthread_t th;
-    long ops, errors, connects;
+    conn_t conn;
+    long ops, errors;
     uint64_t bytes;
     double *lat;  /* seconds per successful timed request */
     size_t nlat, caplat;
     double t_end;
     int setup_failed;
+    long seq;     /* PUT key sequence */
+    int obj;      /* next GET object */
+    int consec;   /* consecutive errors */
 } client_t;
 
 static void lat_push(client_t *cl, double v)
@@ -695,78 +710,463 @@ static bool take_request(void)
     return now_s() < g_deadline;
 }
 
-static void *client_main(void *arg)
+/* Setup, one thread per client: GET clients upload the objects they own
+ * (obj % clients == id) unless already there with the right size; then one
+ * untimed request on the connection the timed phase will use. */
+static void *client_setup(void *arg)
 {
     client_t *cl = arg;
-    conn_t c;
-    conn_init(&c);
+    conn_t *c = &cl->conn;
+    conn_init(c);
     char path[512];
     result_t x;
     long st;
-
-    /* Setup: GET clients upload the objects they own (obj % clients == id)
-     * unless already there with the right size; then one untimed request. */
     if (cfg.op == OP_GET) {
         for (int o = cl->id; o < cfg.objects; o += cfg.clients) {
             obj_path(path, sizeof(path), o);
-            if (do_req(&c, M_HEAD, path, NULL, 0, &x) == 200 && x.clen == (int64_t)cfg.size)
+            if (do_req(c, M_HEAD, path, NULL, 0, &x) == 200 && x.clen == (int64_t)cfg.size)
                 continue;
-            if (do_req(&c, M_PUT, path, g_body, cfg.size, &x) != 200) {
+            if (do_req(c, M_PUT, path, g_body, cfg.size, &x) != 200) {
                 report_error("preload PUT", path, &x);
                 cl->setup_failed = 1;
             }
         }
         obj_path(path, sizeof(path), cl->id % cfg.objects);
-        st = do_req(&c, M_GET, path, NULL, 0, &x);
+        st = do_req(c, M_GET, path, NULL, 0, &x);
     } else {
         snprintf(path, sizeof(path), "/%s/%s/warmup-%zu-c%d", cfg.bucket, cfg.prefix,
                  cfg.size, cl->id);
-        st = do_req(&c, M_PUT, path, g_body, cfg.size, &x);
+        st = do_req(c, M_PUT, path, g_body, cfg.size, &x);
     }
     if (st != 200) {
         report_error("warm-up", path, &x);
         cl->setup_failed = 1;
     }
+    cl->obj = cl->id % cfg.objects;
+    return NULL;
+}
 
+/* Path and method of the client's next timed request. */
+static int next_req(client_t *cl, char *path, size_t n)
+{
+    if (cfg.op == OP_GET) {
+        obj_path(path, n, cl->obj);
+        cl->obj = (cl->obj + cfg.clients) % cfg.objects;
+        return M_GET;
+    }
+    put_path(path, n, cl->id, cl->seq++);
+    return M_PUT;
+}
+
+/* Books one finished timed request; false when the client should stop. */
+static bool account(client_t *cl, const char *path, result_t *x, double lat)
+{
+    bool ok = x->status == 200 &&
+              (cfg.op == OP_PUT ? x->sent == cfg.size : x->recvd == cfg.size);
+    if (ok) {
+        cl->ops++;
+        cl->bytes += cfg.size;
+        lat_push(cl, lat);
+        cl->consec = 0;
+        return true;
+    }
+    cl->errors++;
+    if (x->status == 200)
+        snprintf(x->err, sizeof(x->err), "short body: %zu of %zu bytes",
+                 cfg.op == OP_PUT ? x->sent : x->recvd, cfg.size);
+    report_error(cfg.op == OP_GET ? "GET" : "PUT", path, x);
+    return ++cl->consec < MAX_CONSEC_ERRORS;
+}
+
+/* Timed phase, one thread per client, blocking requests. */
+static void *client_timed(void *arg)
+{
+    client_t *cl = arg;
+    char path[512];
+    result_t x;
     pthread_barrier_wait(&g_barrier); /* main thread starts the clock */
     pthread_barrier_wait(&g_barrier);
-
-    long seq = 0;
-    int consec = 0;
-    int obj = cl->id % cfg.objects;
     while (!cl->setup_failed && take_request()) {
-        if (cfg.op == OP_GET) {
-            obj_path(path, sizeof(path), obj);
-            obj = (obj + cfg.clients) % cfg.objects;
-        } else {
-            put_path(path, sizeof(path), cl->id, seq++);
-        }
+        int m = next_req(cl, path, sizeof(path));
         double t0 = now_s();
-        if (cfg.op == OP_GET)
-            st = do_req(&c, M_GET, path, NULL, 0, &x);
-        else
-            st = do_req(&c, M_PUT, path, g_body, cfg.size, &x);
-        double t1 = now_s();
-        bool ok = st == 200 && (cfg.op == OP_PUT ? x.sent == cfg.size : x.recvd == cfg.size);
-        if (ok) {
-            cl->ops++;
-            cl->bytes += cfg.size;
-            lat_push(cl, t1 - t0);
-            consec = 0;
-        } else {
-            cl->errors++;
-            if (st == 200)
-                snprintf(x.err, sizeof(x.err), "short body: %zu of %zu bytes",
-                         cfg.op == OP_PUT ? x.sent : x.recvd, cfg.size);
-            report_error(cfg.op == OP_GET ? "GET" : "PUT", path, &x);
-            if (++consec >= MAX_CONSEC_ERRORS)
-                break;
-        }
+        do_req(&cl->conn, m, path, m == M_PUT ? g_body : NULL, m == M_PUT ? cfg.size : 0, &x);
+        if (!account(cl, path, &x, now_s() - t0))
+            break;
     }
     cl->t_end = now_s();
-    cl->connects = cfg.use_curl ? 0 : c.raw.connects;
-    conn_free(&c);
     return NULL;
+}
+
+/* ======================= event-loop timed phase (raw, --threads < clients) ==
+ * Each thread drives its share of the clients' connections with epoll
+ * (level-triggered), like wrk: one request in flight per connection, no
+ * pipelining, but far fewer context switches than a thread per connection. */
+
+enum { E_IDLE, E_SEND, E_WAIT100, E_HEAD, E_BODY, E_DONE };
+
+typedef struct {
+    client_t *cl;
+    int state;
+    int method;
+    struct iovec iov[2];
+    int iovcnt;
+    bool body_pending;   /* Expect: body waits for 100 Continue */
+    bool sending;        /* iov not fully written */
+    bool want_out;       /* EPOLLOUT registered */
+    bool conn_close;
+    size_t hlen;         /* bytes of response head in rbuf */
+    uint64_t remaining;  /* response body bytes still to read */
+    double t0, deadline100;
+    char path[512];
+    result_t x;
+} ev_t;
+
+typedef struct {
+    int ep;
+    ev_t *evs;
+    int n, active;
+    pthread_t th;
+} evloop_t;
+
+static void ev_set_out(evloop_t *L, ev_t *e, bool out)
+{
+    if (e->want_out == out)
+        return;
+    struct epoll_event ee = {.events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = e};
+    epoll_ctl(L->ep, EPOLL_CTL_MOD, e->cl->conn.raw.fd, &ee);
+    e->want_out = out;
+}
+
+static int ev_attach(evloop_t *L, ev_t *e)
+{
+    raw_t *r = &e->cl->conn.raw;
+    if (r->fd < 0 && raw_connect(r, &e->x) != 0)
+        return -1;
+    fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) | O_NONBLOCK);
+    struct epoll_event ee = {.events = EPOLLIN, .data.ptr = e};
+    e->want_out = false;
+    return epoll_ctl(L->ep, EPOLL_CTL_ADD, r->fd, &ee);
+}
+
+static void ev_start(evloop_t *L, ev_t *e);
+
+static void ev_stop(evloop_t *L, ev_t *e)
+{
+    if (e->state != E_DONE) {
+        e->state = E_DONE;
+        L->active--;
+        e->cl->t_end = now_s();
+    }
+}
+
+/* Request finished (ok or not): account, then next request. */
+static void ev_finish(evloop_t *L, ev_t *e, bool transport_error)
+{
+    raw_t *r = &e->cl->conn.raw;
+    if (transport_error)
+        e->x.status = -1;
+    bool go_on = account(e->cl, e->path, &e->x, now_s() - e->t0);
+    if (transport_error || e->conn_close || e->sending || e->body_pending) {
+        raw_close(r); /* epoll forgets a closed fd */
+        if (go_on && ev_attach(L, e) != 0) {
+            report_error("reconnect", e->path, &e->x);
+            go_on = false;
+        }
+    }
+    if (go_on)
+        ev_start(L, e);
+    else
+        ev_stop(L, e);
+}
+
+static void ev_send(evloop_t *L, ev_t *e)
+{
+    raw_t *r = &e->cl->conn.raw;
+    while (e->iovcnt > 0) {
+        struct msghdr m = {.msg_iov = e->iov + (2 - e->iovcnt), .msg_iovlen = (size_t)e->iovcnt};
+        ssize_t n = sendmsg(r->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                ev_set_out(L, e, true);
+                return;
+            }
+            if (errno == EINTR)
+                continue;
+            snprintf(e->x.err, sizeof(e->x.err), "send: %s", strerror(errno));
+            ev_finish(L, e, true);
+            return;
+        }
+        while (e->iovcnt > 0 && (size_t)n >= e->iov[2 - e->iovcnt].iov_len) {
+            n -= (ssize_t)e->iov[2 - e->iovcnt].iov_len;
+            if (2 - e->iovcnt == 1 || e->method == M_PUT)
+                e->x.sent += 2 - e->iovcnt == 1 ? e->iov[1].iov_len : 0;
+            e->iov[2 - e->iovcnt].iov_len = 0;
+            e->iovcnt--;
+        }
+        if (e->iovcnt > 0) {
+            struct iovec *v = &e->iov[2 - e->iovcnt];
+            if (v == &e->iov[1])
+                e->x.sent += (size_t)n;
+            v->iov_base = (char *)v->iov_base + n;
+            v->iov_len -= (size_t)n;
+        }
+    }
+    ev_set_out(L, e, false);
+    e->sending = false;
+    if (e->state == E_SEND)
+        e->state = e->body_pending ? E_WAIT100 : E_HEAD;
+    if (e->state == E_WAIT100)
+        e->deadline100 = now_s() + 1.0;
+}
+
+static void ev_send_body(evloop_t *L, ev_t *e)
+{
+    e->body_pending = false;
+    e->iov[0].iov_len = 0;
+    e->iov[1].iov_base = g_body;
+    e->iov[1].iov_len = cfg.size;
+    e->iovcnt = 1;
+    e->sending = true;
+    if (e->state == E_WAIT100)
+        e->state = E_HEAD;
+    ev_send(L, e);
+}
+
+static void ev_start(evloop_t *L, ev_t *e)
+{
+    client_t *cl = e->cl;
+    if (!take_request()) {
+        ev_stop(L, e);
+        return;
+    }
+    e->method = next_req(cl, e->path, sizeof(e->path));
+    memset(&e->x, 0, sizeof(e->x));
+    e->x.clen = -1;
+    e->t0 = now_s();
+    bool expect;
+    size_t len = e->method == M_PUT ? cfg.size : 0;
+    size_t hn = build_head(&cl->conn.raw, e->method, e->path, len, &expect);
+    e->iov[0].iov_base = cl->conn.raw.head;
+    e->iov[0].iov_len = hn;
+    e->iov[1].iov_base = g_body;
+    e->iov[1].iov_len = (len && !expect) ? len : 0;
+    e->iovcnt = 2;
+    e->body_pending = expect;
+    e->sending = true;
+    e->conn_close = false;
+    e->hlen = 0;
+    e->remaining = 0;
+    e->state = E_SEND;
+    ev_send(L, e);
+}
+
+/* Parses a complete head at rbuf[0..hend); returns -1 if unusable. */
+static int ev_parse_head(ev_t *e, char *buf, size_t hend)
+{
+    buf[hend - 2] = 0;
+    int minor = 1;
+    if (sscanf(buf, "HTTP/1.%d %ld", &minor, &e->x.status) != 2) {
+        snprintf(e->x.err, sizeof(e->x.err), "bad status line");
+        return -1;
+    }
+    e->x.clen = -1;
+    e->conn_close = minor == 0;
+    bool chunked = false;
+    for (char *l = strstr(buf, "\r\n"); l && l[2]; l = strstr(l + 2, "\r\n")) {
+        char *h = l + 2;
+        if (strncasecmp(h, "content-length:", 15) == 0)
+            e->x.clen = strtoll(h + 15, NULL, 10);
+        else if (strncasecmp(h, "transfer-encoding:", 18) == 0)
+            chunked = true;
+        else if (strncasecmp(h, "connection:", 11) == 0) {
+            char *eol = strstr(h, "\r\n");
+            size_t n = eol ? (size_t)(eol - h) : strlen(h);
+            if (memmem(h, n, "close", 5))
+                e->conn_close = true;
+        }
+    }
+    if (chunked) {
+        snprintf(e->x.err, sizeof(e->x.err), "chunked response (use --threads = --clients)");
+        return -1;
+    }
+    return 0;
+}
+
+static void ev_read(evloop_t *L, ev_t *e)
+{
+    raw_t *r = &e->cl->conn.raw;
+    for (;;) {
+        if (e->state == E_BODY) {
+            size_t want = e->remaining < RBUF_SIZE ? (size_t)e->remaining : RBUF_SIZE;
+            ssize_t n = recv(r->fd, r->rbuf, want, MSG_DONTWAIT);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (n <= 0) {
+                snprintf(e->x.err, sizeof(e->x.err), "recv: %s",
+                         n == 0 ? "connection closed" : strerror(errno));
+                ev_finish(L, e, true);
+                return;
+            }
+            if (e->x.status != 200)
+                res_capture(&e->x, r->rbuf, (size_t)n);
+            e->x.recvd += (size_t)n;
+            e->remaining -= (uint64_t)n;
+            if (e->remaining == 0) {
+                ev_finish(L, e, false);
+                return;
+            }
+            continue;
+        }
+        /* head (E_SEND with an early answer, E_WAIT100, E_HEAD) */
+        ssize_t n = recv(r->fd, r->rbuf + e->hlen, RBUF_SIZE - 1 - e->hlen, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return;
+        if (n <= 0) {
+            snprintf(e->x.err, sizeof(e->x.err), "recv: %s",
+                     n == 0 ? "connection closed" : strerror(errno));
+            ev_finish(L, e, true);
+            return;
+        }
+        e->hlen += (size_t)n;
+        for (;;) {
+            r->rbuf[e->hlen] = 0;
+            char *end = memmem(r->rbuf, e->hlen, "\r\n\r\n", 4);
+            if (!end) {
+                if (e->hlen >= RBUF_SIZE - 1) {
+                    snprintf(e->x.err, sizeof(e->x.err), "response head too large");
+                    ev_finish(L, e, true);
+                }
+                break; /* wait for more */
+            }
+            size_t hend = (size_t)(end - r->rbuf) + 4;
+            if (ev_parse_head(e, r->rbuf, hend) != 0) {
+                ev_finish(L, e, true);
+                return;
+            }
+            size_t left = e->hlen - hend;
+            memmove(r->rbuf, r->rbuf + hend, left);
+            e->hlen = left;
+            if (e->x.status >= 100 && e->x.status < 200) {
+                if (e->x.status == 100 && e->body_pending)
+                    ev_send_body(L, e);
+                e->x.status = 0;
+                continue;
+            }
+            /* final answer */
+            if (e->method == M_HEAD || e->x.status == 204 || e->x.status == 304)
+                e->remaining = 0;
+            else if (e->x.clen >= 0)
+                e->remaining = (uint64_t)e->x.clen;
+            else {
+                snprintf(e->x.err, sizeof(e->x.err), "response without Content-Length");
+                ev_finish(L, e, true);
+                return;
+            }
+            size_t take = left < e->remaining ? left : (size_t)e->remaining;
+            if (e->x.status != 200)
+                res_capture(&e->x, r->rbuf, take);
+            e->x.recvd += take;
+            e->remaining -= take;
+            e->hlen = 0;
+            if (e->remaining == 0) {
+                ev_finish(L, e, false);
+                return;
+            }
+            e->state = E_BODY;
+            break;
+        }
+        if (e->state != E_BODY)
+            return; /* level-triggered: epoll reports the rest */
+    }
+}
+
+static void *evloop_main(void *arg)
+{
+    evloop_t *L = arg;
+    pthread_barrier_wait(&g_barrier);
+    pthread_barrier_wait(&g_barrier);
+    for (int i = 0; i < L->n; i++) {
+        ev_t *e = &L->evs[i];
+        if (e->cl->setup_failed || ev_attach(L, e) != 0) {
+            e->state = E_IDLE;
+            ev_stop(L, e);
+            continue;
+        }
+        ev_start(L, e);
+    }
+    struct epoll_event evs[64];
+    while (L->active > 0) {
+        int timeout = 1000;
+        double now = now_s();
+        for (int i = 0; i < L->n; i++)
+            if (L->evs[i].state == E_WAIT100) {
+                int ms = (int)((L->evs[i].deadline100 - now) * 1000) + 1;
+                if (ms < timeout)
+                    timeout = ms < 0 ? 0 : ms;
+            }
+        int n = epoll_wait(L->ep, evs, 64, timeout);
+        if (n < 0 && errno != EINTR)
+            die("epoll_wait: %s", strerror(errno));
+        for (int i = 0; i < n; i++) {
+            ev_t *e = evs[i].data.ptr;
+            if (e->state == E_DONE || e->state == E_IDLE)
+                continue;
+            if ((evs[i].events & EPOLLOUT) && e->sending)
+                ev_send(L, e);
+            if (e->state != E_DONE && (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
+                ev_read(L, e);
+        }
+        now = now_s();
+        for (int i = 0; i < L->n; i++) {
+            ev_t *e = &L->evs[i];
+            if (e->state == E_WAIT100 && now >= e->deadline100)
+                ev_send_body(L, e); /* no 100 Continue within 1 s: send anyway */
+        }
+        if (cfg.seconds > 0 && now > g_deadline + 120) {
+            for (int i = 0; i < L->n; i++)
+                if (L->evs[i].state != E_DONE) {
+                    snprintf(L->evs[i].x.err, sizeof(L->evs[i].x.err), "stalled");
+                    L->evs[i].cl->errors++;
+                    report_error("request", L->evs[i].path, &L->evs[i].x);
+                    ev_stop(L, &L->evs[i]);
+                }
+        }
+    }
+    close(L->ep);
+    return NULL;
+}
+
+/* utime+stime of a process in seconds (-1 if unknown). */
+static double proc_cpu_s(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds all cores spent busy (user+nice+system+irq+softirq+steal). */
+static double machine_busy_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return -1;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+                   &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n != 8)
+        return -1;
+    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -812,7 +1212,7 @@ static void usage(void)
             "              --bucket B --op put|get --size BYTES[K|M|G] --clients N\n"
             "              (--seconds S | --requests N) [--objects K] [--key-ring R]\n"
             "              [--engine raw|curl] [--prefix P] [--region R] [--label L]\n"
-            "              [--verbose]\n");
+            "              [--server-pid PID] [--verbose]\n");
     exit(2);
 }
 
@@ -905,6 +1305,7 @@ int main(int argc, char **argv)
         else if (strcmp(a, "--requests") == 0) cfg.requests = atol(v);
         else if (strcmp(a, "--objects") == 0) cfg.objects = atoi(v);
         else if (strcmp(a, "--key-ring") == 0) cfg.key_ring = atoi(v);
+        else if (strcmp(a, "--server-pid") == 0) cfg.server_pid = atol(v);
         else usage();
     }
     if (!cfg.endpoint || !cfg.access_key || !cfg.secret_key || !cfg.bucket || !op ||
@@ -959,6 +1360,7 @@ int main(int argc, char **argv)
     pthread_barrier_wait(&g_barrier);
     struct rusage ru0, ru1;
     getrusage(RUSAGE_SELF, &ru0);
+    double srv0 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach0 = machine_busy_s();
     double t0 = now_s();
     g_deadline = t0 + cfg.seconds;
     pthread_barrier_wait(&g_barrier);
@@ -980,11 +1382,22 @@ int main(int argc, char **argv)
             t_end = cls[i].t_end;
     }
     getrusage(RUSAGE_SELF, &ru1);
+    double srv1 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach1 = machine_busy_s();
     double secs = t_end - t0;
     double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
                  (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
                  (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
                  (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
+
+    /* server CPU and everything else on the machine in the timed window
+     * (other = busy - client - server: other processes, kernel threads) */
+    double server_cpu = (srv0 >= 0 && srv1 >= 0) ? srv1 - srv0 : -1;
+    double other_cpu = -1;
+    if (mach0 >= 0 && mach1 >= 0) {
+        other_cpu = mach1 - mach0 - cpu - (server_cpu > 0 ? server_cpu : 0);
+        if (other_cpu < 0)
+            other_cpu = 0;
+    }
 
     double *all = malloc((nlat ? nlat : 1) * sizeof(double));
     if (!all)
@@ -1001,12 +1414,13 @@ int main(int argc, char **argv)
     printf("{\"label\":\"%s\",\"engine\":\"%s\",\"op\":\"%s\",\"size\":%zu,\"clients\":%d,"
            "\"ops\":%ld,\"errors\":%ld,\"bytes\":%" PRIu64 ",\"seconds\":%.3f,"
            "\"mib_s\":%.1f,\"req_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"client_cpu_s\":%.3f,\"reconnects\":%ld}\n",
+           "\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"other_cpu_s\":%.3f,"
+           "\"reconnects\":%ld}\n",
            cfg.label, cfg.use_curl ? "curl" : "raw", cfg.op == OP_GET ? "get" : "put", cfg.size,
            cfg.clients, ops, errors, bytes, secs,
            secs > 0 ? (double)bytes / 1048576.0 / secs : 0.0, secs > 0 ? (double)ops / secs : 0.0,
-           pct(all, nlat, 0.50) * 1e3, pct(all, nlat, 0.99) * 1e3, cpu,
-           connects > cfg.clients ? connects - cfg.clients : 0);
+           pct(all, nlat, 0.50) * 1e3, pct(all, nlat, 0.99) * 1e3, cpu, server_cpu,
+           other_cpu, connects > cfg.clients ? connects - cfg.clients : 0);
     fflush(stdout);
 
     free(all);

@@ -17,14 +17,11 @@
  * old row or the new one, each naming blobs that exist; leftovers (temp
  * files, blobs no row names) are swept at open.
  *
- * Durability: the index runs WAL with synchronous=NORMAL. A WAL commit is
- * then written to the OS but not fsynced, so it survives a process crash
- * (SIGKILL) but the last commits can be lost on power loss or kernel crash.
- * We accept that for now (the tested failure is a process kill): after a
- * power loss an acknowledged PUT may be rolled back, and since the replaced
- * blob was unlinked after commit, the rolled-back row may name a missing
- * blob (GET then fails with FL_ERR_IO). Set FL_STORE_SYNC_FULL to 1 to pay
- * one more fsync per write and close that window.
+ * Durability: the index runs WAL with synchronous=FULL, so a commit is
+ * fsynced before PutObject is acknowledged: an acknowledged object survives
+ * power loss, not only a process kill. Building with FL_STORE_SYNC_FULL=0
+ * trades that for one fsync less per write (then the last commits can be
+ * lost on power loss, and a rolled-back row may name an unlinked blob).
  *
  * Threads: a pool of SQLite connections (one per concurrently calling
  * thread, each with all statements prepared once). Writers also take an
@@ -60,7 +57,7 @@
 #include <sqlite3.h>
 
 #ifndef FL_STORE_SYNC_FULL
-#define FL_STORE_SYNC_FULL 0
+#define FL_STORE_SYNC_FULL 1
 #endif
 
 #define ID_HEX 32                 /* blob and upload ids */

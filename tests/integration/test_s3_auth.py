@@ -97,11 +97,18 @@ def test_clock_skew(raw, s3, bucket, offset):
 
 
 def shift_botocore_clock(monkeypatch, seconds):
+    """Moves the clock botocore signs with (its own SigV4 signer, and the CRT
+    signer it uses when awscrt is installed)."""
     import datetime
-    import botocore.auth
-    real = botocore.auth.get_current_datetime
-    monkeypatch.setattr(botocore.auth, "get_current_datetime",
-                        lambda *a, **k: real(*a, **k) + datetime.timedelta(seconds=seconds))
+    import importlib
+    for modname in ("botocore.auth", "botocore.crt.auth"):
+        try:
+            mod = importlib.import_module(modname)
+        except ImportError:
+            continue
+        real = mod.get_current_datetime
+        monkeypatch.setattr(mod, "get_current_datetime",
+                            lambda *a, _real=real, **k: _real(*a, **k) + datetime.timedelta(seconds=seconds))
 
 
 def test_clock_skew_boto3(floe, bucket, monkeypatch):

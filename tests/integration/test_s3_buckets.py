@@ -205,7 +205,7 @@ def test_generated_root_key(floe_factory, tmp_path):
     assert cands, "no 0600 key file in %s: %s" % (data, os.listdir(data))
     tokens = set()
     for _p, txt in cands:
-        tokens.update(re.findall(r"[A-Za-z0-9/+=_\-]{16,128}", txt))
+        tokens.update(re.findall(r"[A-Za-z0-9/+]{16,128}", txt))
     working = None
     for ak in tokens:
         for sk in tokens:

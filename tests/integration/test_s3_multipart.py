@@ -199,23 +199,26 @@ def test_upload_part_bad_number(s3, bucket, raw):
 
 def test_complete_invalid_part(s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="ip")["UploadId"]
-    e1 = s3.upload_part(Bucket=bucket, Key="ip", UploadId=uid, PartNumber=1, Body=b"abc")["ETag"]
+    p1 = os.urandom(5 * MiB)  # big enough that only the part references are wrong
+    e1 = s3.upload_part(Bucket=bucket, Key="ip", UploadId=uid, PartNumber=1, Body=p1)["ETag"]
     with pytest.raises(ClientError) as e:
         complete(s3, bucket, "ip", uid, [{"PartNumber": 1, "ETag": '"%s"' % h.md5_hex(b"other")}])
     assert err(e) == ("InvalidPart", 400)
     with pytest.raises(ClientError) as e:
         complete(s3, bucket, "ip", uid, [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e1}])
     assert err(e) == ("InvalidPart", 400)
+    with pytest.raises(ClientError):
+        s3.head_object(Bucket=bucket, Key="ip")
     # the upload survives a failed complete
     c = complete(s3, bucket, "ip", uid, [{"PartNumber": 1, "ETag": e1}])
-    assert s3.get_object(Bucket=bucket, Key="ip")["Body"].read() == b"abc"
-    assert c["ETag"] == '"%s"' % h.multipart_etag([b"abc"])
+    assert s3.get_object(Bucket=bucket, Key="ip")["Body"].read() == p1
+    assert c["ETag"] == '"%s"' % h.multipart_etag([p1])
 
 
 def test_complete_invalid_part_order(s3, bucket):
     uid = s3.create_multipart_upload(Bucket=bucket, Key="po")["UploadId"]
     try:
-        p = [os.urandom(5 * MiB), b"b"]
+        p = [os.urandom(5 * MiB), os.urandom(5 * MiB)]  # sizes valid in any order: only the order is wrong
         e = [s3.upload_part(Bucket=bucket, Key="po", UploadId=uid, PartNumber=i + 1, Body=b)["ETag"]
              for i, b in enumerate(p)]
         with pytest.raises(ClientError) as ex:
