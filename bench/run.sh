@@ -5,9 +5,10 @@
 # See bench/README.md. Usage: make bench   (or: bash bench/run.sh)
 #
 # Environment (all optional):
-#   BENCH_SECONDS=3     length of one timed run
+#   BENCH_SECONDS=4     length of one timed run
 #   BENCH_RUNS=3        runs per figure and server; the median is reported
 #   BENCH_ENGINE=raw    s3load engine: raw (default) or curl
+#   BENCH_THREADS=      s3load --threads for the timed phase (default: one per client)
 #   BENCH_SERVERS="floe peer"   which servers to run
 #   BENCH_TMPDIR=bench/out      where the data dirs go (a real disk, not tmpfs)
 #   FLOE_BIN=build/floe
@@ -17,9 +18,10 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CACHE=$ROOT/bench/.cache
-RUN_SECONDS=${BENCH_SECONDS:-3}
+RUN_SECONDS=${BENCH_SECONDS:-4}
 RUNS=${BENCH_RUNS:-3}
 ENGINE=${BENCH_ENGINE:-raw}
+THREADS=${BENCH_THREADS:-0}
 SERVERS=${BENCH_SERVERS:-floe peer}
 FLOE_BIN=${FLOE_BIN:-$ROOT/build/floe}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
@@ -43,11 +45,11 @@ DATA=$(mktemp -d -p "${BENCH_TMPDIR:-$ROOT/bench/out}" data.XXXXXX)
 log() { printf '[bench %3ds] %s\n' "$(($(date +%s) - START_TS))" "$*" >&2; }
 elapsed() { echo $(($(date +%s) - START_TS)); }
 
-SERVER_PID=""
-stop_server() {
-    local pid=${SERVER_PID}
+declare -A SERVER_PID ENDPOINT # [floe|peer]
+stop_server() { # name
+    local pid=${SERVER_PID[$1]:-}
     [ -n "$pid" ] || return 0
-    SERVER_PID=""
+    unset "SERVER_PID[$1]"
     if kill -0 "$pid" 2>/dev/null; then
         kill -TERM "$pid" 2>/dev/null || true
         for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
@@ -56,7 +58,8 @@ stop_server() {
     wait "$pid" 2>/dev/null || true
 }
 cleanup() {
-    stop_server
+    stop_server floe
+    stop_server peer
     rm -rf "$DATA"
 }
 trap cleanup EXIT
@@ -112,50 +115,42 @@ FIGURES=(
     "GET 4 KiB, 16 clients|get|4K|16|req/s|15000|"
 )
 
-declare -A VALUE # [server|figure index] -> median
+declare -A VALUE # [server|figure index] -> median of the good runs
 declare -A PEAK  # [server] -> VmHWM MiB
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print ""; else if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'; }
 jget() { sed -n "s/.*\"$1\":\\([-0-9.]*\\).*/\\1/p"; }
 
-run_figures() { # server endpoint
-    local server=$1 ep=$2 i f name op size clients unit target extra field r line vals
-    for i in "${!FIGURES[@]}"; do
-        IFS='|' read -r name op size clients unit target extra <<<"${FIGURES[$i]}"
-        field=mib_s
-        [ "$unit" = "req/s" ] && field=req_s
-        vals=""
-        for r in $(seq "$RUNS"); do
-            if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
-                log "time budget reached: skipping $server '$name' run $r"
-                continue
-            fi
-            # start each run with no dirty page-cache data from earlier writes:
-            # write-back of GiBs (disk ~450 MB/s) would otherwise slow the next run
-            timeout 120 sync || true
-            # shellcheck disable=SC2086
-            line=$(timeout $((RUN_SECONDS + 120)) "$S3LOAD" --endpoint "$ep" \
-                --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY" --bucket "$BUCKET" \
-                --engine "$ENGINE" --op "$op" --size "$size" --clients "$clients" \
-                --seconds "$RUN_SECONDS" --label "$server|$i|$r" --server-pid "$SERVER_PID" $extra \
-                2>>"$OUT/s3load.err") || true
-            if [ -z "$line" ]; then
-                log "$server '$name' run $r: no result (see $OUT/s3load.err)"
-                continue
-            fi
-            echo "$line" >>"$RESULTS"
-            if [ "$(echo "$line" | jget errors)" = 0 ] && [ "$(echo "$line" | jget ops)" != 0 ]; then
-                vals+="$(echo "$line" | jget "$field")"$'\n'
-            else
-                log "$server '$name' run $r had errors: $line"
-            fi
-            log "$server $name run $r: $(echo "$line" | jget "$field") $unit" \
-                "(p50 $(echo "$line" | jget p50_ms) ms, p99 $(echo "$line" | jget p99_ms) ms;" \
-                "cpu s: server $(echo "$line" | jget server_cpu_s), client $(echo "$line" | jget client_cpu_s)," \
-                "other $(echo "$line" | jget other_cpu_s), in $(echo "$line" | jget seconds) s)"
-        done
-        VALUE[$server|$i]=$(printf '%s' "$vals" | grep . | median || true)
-    done
+declare -A VALS # [server|figure index] -> newline-separated values of good runs
+
+run_one() { # server figure-index run
+    local server=$1 i=$2 r=$3 name op size clients unit target extra field line
+    IFS='|' read -r name op size clients unit target extra <<<"${FIGURES[$i]}"
+    field=mib_s
+    [ "$unit" = "req/s" ] && field=req_s
+    # start each run with no dirty page-cache data from earlier writes:
+    # write-back of GiBs would otherwise slow down whichever run comes next
+    timeout 120 sync || true
+    # shellcheck disable=SC2086
+    line=$(timeout $((RUN_SECONDS + 120)) "$S3LOAD" --endpoint "${ENDPOINT[$server]}" \
+        --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY" --bucket "$BUCKET" \
+        --engine "$ENGINE" --threads "$THREADS" --op "$op" --size "$size" --clients "$clients" \
+        --seconds "$RUN_SECONDS" --label "$server|$i|$r" --server-pid "${SERVER_PID[$server]}" $extra \
+        2>>"$OUT/s3load.err") || true
+    if [ -z "$line" ]; then
+        log "$server '$name' run $r: no result (see $OUT/s3load.err)"
+        return 0
+    fi
+    echo "$line" >>"$RESULTS"
+    if [ "$(echo "$line" | jget errors)" = 0 ] && [ "$(echo "$line" | jget ops)" != 0 ]; then
+        VALS[$server|$i]+="$(echo "$line" | jget "$field")"$'\n'
+    else
+        log "$server '$name' run $r had errors: $line"
+    fi
+    log "$server $name run $r: $(echo "$line" | jget "$field") $unit" \
+        "(p50 $(echo "$line" | jget p50_ms) ms, p99 $(echo "$line" | jget p99_ms) ms;" \
+        "cpu s: server $(echo "$line" | jget server_cpu_s), client $(echo "$line" | jget client_cpu_s)," \
+        "other $(echo "$line" | jget other_cpu_s), in $(echo "$line" | jget seconds) s)"
 }
 
 peak_rss_mib() { awk '/^VmHWM:/ {printf "%.0f\n", $2/1024}' "/proc/$1/status" 2>/dev/null || true; }
@@ -168,9 +163,9 @@ start_floe() {
     FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
         "$FLOE_BIN" serve --data-dir "$DATA/floe" --s3-listen "127.0.0.1:$p1" \
         --catalog-listen "127.0.0.1:$p2" >"$OUT/floe.log" 2>&1 &
-    SERVER_PID=$!
-    ENDPOINT=http://127.0.0.1:$p1
-    wait_http_200 "$ENDPOINT/health" 30 "$SERVER_PID"
+    SERVER_PID[floe]=$!
+    ENDPOINT[floe]=http://127.0.0.1:$p1
+    wait_http_200 "${ENDPOINT[floe]}/health" 30 "${SERVER_PID[floe]}"
 }
 
 start_peer() {
@@ -182,27 +177,41 @@ start_peer() {
         MINIO_UPDATE=off CI=true \
         "$MINIO_BIN" server --quiet --address "127.0.0.1:$p1" \
         --console-address "127.0.0.1:$p2" "$DATA/minio" >"$OUT/minio.log" 2>&1 &
-    SERVER_PID=$!
-    ENDPOINT=http://127.0.0.1:$p1
-    wait_http_200 "$ENDPOINT/minio/health/live" 30 "$SERVER_PID"
+    SERVER_PID[peer]=$!
+    ENDPOINT[peer]=http://127.0.0.1:$p1
+    wait_http_200 "${ENDPOINT[peer]}/minio/health/live" 30 "${SERVER_PID[peer]}"
 }
 
+# Both servers run side by side (idle, each uses ~0 CPU); runs alternate
+# between them, first one then the other, swapping the order every run, so
+# that drift in the machine's load affects both alike.
+UP=()
 for server in $SERVERS; do
-    ok=1
     case $server in
-    floe) [ -x "$FLOE_BIN" ] && start_floe || ok=0 ;;
-    peer) [ -x "$MINIO_BIN" ] && start_peer || ok=0 ;;
-    *) log "unknown server $server"; continue ;;
+    floe) if [ -x "$FLOE_BIN" ] && start_floe; then UP+=(floe); else log "floe did not start (see $OUT/floe.log)"; stop_server floe; fi ;;
+    peer) if [ -x "$MINIO_BIN" ] && start_peer; then UP+=(peer); else log "peer did not start (see $OUT/minio.log)"; stop_server peer; fi ;;
+    *) log "unknown server $server" ;;
     esac
-    if [ $ok = 1 ]; then
-        run_figures "$server" "$ENDPOINT"
-        PEAK[$server]=$(peak_rss_mib "$SERVER_PID")
-    else
-        log "$server did not start (see $OUT/$server.log / minio.log)"
-    fi
-    stop_server
-    rm -rf "${DATA:?}/floe" "${DATA:?}/minio"
-    timeout 60 sync || true # flush written data before the next server's phase
+done
+for i in "${!FIGURES[@]}"; do
+    for r in $(seq "$RUNS"); do
+        order=("${UP[@]}")
+        if [ $((r % 2)) = 0 ] && [ ${#UP[@]} = 2 ]; then order=("${UP[1]}" "${UP[0]}"); fi
+        for server in "${order[@]}"; do
+            if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
+                log "time budget reached: skipping $server figure $i run $r"
+                continue
+            fi
+            run_one "$server" "$i" "$r"
+        done
+    done
+done
+for server in "${UP[@]}"; do
+    PEAK[$server]=$(peak_rss_mib "${SERVER_PID[$server]}")
+    stop_server "$server"
+done
+for k in "${!VALS[@]}"; do
+    VALUE[$k]=$(printf '%s' "${VALS[$k]}" | grep . | median || true)
 done
 
 # ---------- report ----------
@@ -213,8 +222,8 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
 {
     echo "floe S3 benchmark  $STAMP"
     echo "machine : $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); data dirs on $FSTYPE"
-    echo "servers : floe $GIT_REV ($FLOE_BIN); peer MinIO github.com/minio/minio@${MINIO_MOD:-?} (single drive); one at a time, 127.0.0.1"
-    echo "client  : bench/s3load, engine=$ENGINE, one thread + one keep-alive connection per client, SigV4 (UNSIGNED-PAYLOAD),"
+    echo "servers : floe $GIT_REV ($FLOE_BIN); peer MinIO github.com/minio/minio@${MINIO_MOD:-?} (single drive); both up, runs alternating, 127.0.0.1"
+    echo "client  : bench/s3load, engine=$ENGINE, one keep-alive connection per client, $([ "$THREADS" -gt 0 ] && echo "$THREADS epoll thread(s)" || echo "one thread per client"), SigV4 (UNSIGNED-PAYLOAD),"
     echo "          1 untimed warm-up request per client; 64 MiB PUTs overwrite a ring of 2 keys per client, 4 KiB PUTs create new keys;"
     echo "          GETs read objects uploaded before the timed phase (served from page cache)"
     echo "load    : load average at start $LOAD_AT_START; 'other' CPU below = processes other than server and client"
@@ -264,6 +273,7 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
         }
         function cores(s, i,   a, b, c) {
             a = med(s "|" i "|srv"); b = med(s "|" i "|cli"); c = med(s "|" i "|oth")
+            if (c != "" && c > maxoth) maxoth = c
             return (a == "") ? "n/a" : sprintf("%.2f/%.2f/%.2f", a, b, c)
         }
         function ms(s, i,   v) { v = med(s "|" i "|p99"); return (v == "") ? "n/a" : sprintf("%.1f", v) }
@@ -271,7 +281,10 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
             n = split(names, nm, "|")
             for (i = 1; i <= n; i++)
                 printf "%-26s %9s %9s   %-17s %-17s\n", nm[i], ms("floe", i - 1), ms("peer", i - 1), cores("floe", i - 1), cores("peer", i - 1)
-        }' "$RESULTS"
+            if (maxoth > 0.25)
+                printf "WARNING: other processes used up to %.2f of the %d cores during some figures: those figures are\n" \
+                       "         understated, and the ratios noisy; rerun on a quiet machine for reference numbers.\n", maxoth, ncpu
+        }' ncpu="$(nproc)" "$RESULTS"
     echo
     echo "raw results: $RESULTS; server logs: $OUT; total $(elapsed)s"
 } | tee "$OUT/table.txt"

@@ -1299,6 +1299,10 @@ static void op_copy_object(s3req_t *r)
             goto out;
         }
     } else if (strcasecmp(directive, "COPY") == 0) {
+        if (!strcmp(sb, r->bucket) && sklen == r->keylen && !memcmp(sk, r->key, sklen)) {
+            s3_error(r, 400, "InvalidRequest", "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+            goto out;
+        }
         /* keep content headers and metadata; a multipart source's checksum does not carry over */
         const char *p = src->meta.headers;
         while (p && *p) {
@@ -1455,6 +1459,12 @@ static void op_upload_part_copy(s3req_t *r)
     fl_slice_t rg = fl_http_header_val(r->req, "x-amz-copy-source-range");
     if (rg.ptr) {
         int rc = parse_range(rg, src->meta.size, &start, &end);
+        const char *dash = memchr(rg.ptr, '-', rg.len);
+        if (rc == 1 && dash && atoll(dash + 1) >= src->meta.size) rc = -1; /* must lie inside the source */
+        if (rc < 0) {
+            s3_error(r, 416, "InvalidRange", NULL);
+            goto out;
+        }
         if (rc != 1) {
             s3_error(r, 400, "InvalidArgument", "The x-amz-copy-source-range value must be of the form bytes=first-last where first and last are the zero-based offsets of the first and last bytes to copy");
             goto out;

@@ -3,6 +3,7 @@ filesystem (AWS SDK for C++), s3cmd."""
 import filecmp
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 
@@ -57,7 +58,7 @@ def test_aws_cli_flow(floe, tools_env, tmp_path, s3):
     aws(tools_env, ep, "s3", "cp", str(big), s3url + "/big.bin")
     head = s3.head_object(Bucket=b, Key="big.bin")
     assert head["ContentLength"] == 60 * MiB
-    assert head["ETag"].strip('"').endswith(tuple("-%d" % n for n in range(2, 10000))), \
+    assert re.fullmatch(r'"[0-9a-f]{32}-[0-9]+"', head["ETag"]), \
         "60 MiB cp should be multipart: %s" % head["ETag"]
 
     out = aws(tools_env, ep, "s3", "ls", s3url + "/").stdout

@@ -98,7 +98,8 @@ def test_key_prefix_and_longer_key_coexist(s3, bucket):
 
 
 AWKWARD_KEYS = ["sp ace", "per%cent", "pl+us", "ünïcødé/ç", "a//b", "../x", "dir/../y", "q?uery&x=1#frag",
-                "tilde~star*", "emoji-\U0001F600", "trailing/", "semi;colon,comma", "tab\tkey"]
+                "tilde~star*", "emoji-\U0001F600", "trailing/", "semi;colon,comma", "tab\tkey",
+                "ctrl\x01char", "line\nbreak", "del\x7f", "xml<&>'\""]
 
 
 @pytest.mark.parametrize("key", AWKWARD_KEYS)

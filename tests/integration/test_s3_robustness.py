@@ -55,6 +55,13 @@ def send_pattern(sock, nbytes, block=None):
     return sent
 
 
+def assert_upload_in_flight(srv, base_bytes):
+    """The partial upload must be visible as temp data in DATA_DIR, so the
+    leftover checks below are not vacuous."""
+    assert wait_for(lambda: blobs_usage(srv.data_dir)[0] >= base_bytes + 100 * MiB and h.tmp_files(srv.data_dir),
+                    timeout=10), "no temp data in DATA_DIR during the upload: %r" % (blobs_usage(srv.data_dir),)
+
+
 def snapshot(srv, c, bucket):
     """Creates a baseline object and returns the non-SQLite byte usage."""
     c.put_object(Bucket=bucket, Key="baseline", Body=b"baseline object")
@@ -72,6 +79,7 @@ def test_client_cut_mid_upload(floe_factory, how):
     s = start_big_put(srv.s3_port, b, "huge")
     try:
         send_pattern(s, CUT_AFTER)
+        assert_upload_in_flight(srv, base_bytes)
         # while the upload is in flight the object must not be visible
         with pytest.raises(ClientError) as e:
             c.head_object(Bucket=b, Key="huge")
@@ -118,6 +126,7 @@ robust_client.main(%d, %r, %r, %r)
     try:
         assert wait_for(lambda: progress.exists() and int(progress.read_text() or 0) >= CUT_AFTER, timeout=60), \
             "client made no progress"
+        assert_upload_in_flight(srv, base[0])
     finally:
         p.kill()
         p.wait()
@@ -147,6 +156,7 @@ def test_server_sigkill_mid_upload(floe_factory):
     s = start_big_put(srv.s3_port, b, "huge")
     try:
         send_pattern(s, CUT_AFTER)
+        assert_upload_in_flight(srv, base_bytes)
         srv.kill()
     finally:
         s.close()
@@ -177,7 +187,8 @@ def test_server_sigkill_mid_multipart_part(floe_factory):
     try:
         s.sendall(("PUT %s?partNumber=2&uploadId=%s HTTP/1.1\r\n" % (path, h.uri_encode(uid, False))
                    + "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n").encode())
-        send_pattern(s, 100 * MiB)
+        send_pattern(s, 150 * MiB)
+        assert_upload_in_flight(srv, base[0])
         srv.kill()
     finally:
         s.close()
@@ -235,7 +246,8 @@ def test_racing_puts_never_mix(floe, bucket):
     bb = h.pattern_block("race-B", size)
     md5 = {hashlib.md5(a).hexdigest(): "A", hashlib.md5(bb).hexdigest(): "B"}
     clients = [make_client(floe.endpoint) for _ in range(3)]
-    rounds = 6
+    rounds = 10
+    reads = [0]
     errors = []
     bad_reads = []
     stop = threading.Event()
@@ -252,6 +264,7 @@ def test_racing_puts_never_mix(floe, bucket):
             try:
                 g = c.get_object(Bucket=bucket, Key="race")
                 data = g["Body"].read()
+                reads[0] += 1
                 d = hashlib.md5(data).hexdigest()
                 if d not in md5 or g["ETag"].strip('"') != d:
                     bad_reads.append((len(data), d, g["ETag"]))
@@ -282,6 +295,7 @@ def test_racing_puts_never_mix(floe, bucket):
         rt.join()
     assert errors == []
     assert bad_reads == [], bad_reads[:5]
+    assert reads[0] > 0
 
 
 @pytest.mark.slow
@@ -312,3 +326,159 @@ def test_racing_if_none_match_one_winner(floe, bucket):
     winner = results.index(200)
     data = clients[0].get_object(Bucket=bucket, Key="once")["Body"].read()
     assert data == bodies[winner]
+
+
+@pytest.mark.slow
+def test_aws_chunked_upload_cut_mid_stream(floe_factory):
+    """Signed aws-chunked stream of a declared 1 GiB object, cut after ~300 MB."""
+    srv = floe_factory()
+    c = make_client(srv.endpoint)
+    b = unique_bucket_name("cutchunk")
+    c.create_bucket(Bucket=b)
+    base_bytes, base_files = snapshot(srv, c, b)
+    path = h.key_path(b, "huge")
+    chunk = MiB
+    headers = {"Host": "127.0.0.1:%d" % srv.s3_port, "Content-Encoding": "aws-chunked",
+               "x-amz-decoded-content-length": str(GiB), "Content-Length": str(h.encoded_length(GiB, chunk))}
+    _, seed, scope, date = h.sign("PUT", path, None, headers, h.STREAMING, ACCESS_KEY, SECRET_KEY)
+    skey = h.signing_key(SECRET_KEY, date[:8], "us-east-1", "s3")
+    block = h.pattern_block("chunked-cut", chunk)
+    s = socket.create_connection(("127.0.0.1", srv.s3_port), timeout=30)
+    try:
+        s.sendall(("PUT %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in headers.items())
+                   + "\r\n").encode())
+        prev = seed
+        for _ in range(CUT_AFTER // chunk):
+            prev = h.chunk_signature(skey, date, scope, prev, block)
+            s.sendall(("%x;chunk-signature=%s\r\n" % (chunk, prev)).encode() + block + b"\r\n")
+        assert_upload_in_flight(srv, base_bytes)
+    finally:
+        s.close()
+    assert wait_for(lambda: blobs_usage(srv.data_dir)[0] == base_bytes, timeout=20), \
+        "temp data not released after a cut aws-chunked upload"
+    with pytest.raises(ClientError):
+        c.head_object(Bucket=b, Key="huge")
+    assert srv.stop() == 0
+    srv.start()
+    assert h.tmp_files(srv.data_dir) == []
+    assert blobs_usage(srv.data_dir) == (base_bytes, base_files)
+
+
+def test_upload_part_cut_mid_stream(floe_factory):
+    srv = floe_factory()
+    c = make_client(srv.endpoint)
+    b = unique_bucket_name("cutpart")
+    c.create_bucket(Bucket=b)
+    uid = c.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    base = blobs_usage(srv.data_dir)[0]
+    path = h.key_path(b, "mp")
+    q = [("partNumber", "1"), ("uploadId", uid)]
+    headers = {"Host": "127.0.0.1:%d" % srv.s3_port, "Content-Length": str(64 * MiB)}
+    h.sign("PUT", path, q, headers, h.UNSIGNED, ACCESS_KEY, SECRET_KEY)
+    s = socket.create_connection(("127.0.0.1", srv.s3_port), timeout=30)
+    try:
+        s.sendall(("PUT %s?partNumber=1&uploadId=%s HTTP/1.1\r\n" % (path, h.uri_encode(uid, False))
+                   + "".join("%s: %s\r\n" % kv for kv in headers.items()) + "\r\n").encode())
+        send_pattern(s, 20 * MiB)
+    finally:
+        s.close()
+    assert wait_for(lambda: blobs_usage(srv.data_dir)[0] == base, timeout=15)
+    assert c.list_parts(Bucket=b, Key="mp", UploadId=uid).get("Parts", []) == []
+
+
+def test_client_disconnects_mid_download(floe, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="dl", Body=h.pattern_block("dl", 30 * MiB))
+    for _ in range(5):
+        path = h.key_path(bucket, "dl")
+        headers = {"Host": "127.0.0.1:%d" % floe.s3_port}
+        h.sign("GET", path, None, headers, h.EMPTY_SHA256, ACCESS_KEY, SECRET_KEY)
+        s = socket.create_connection(("127.0.0.1", floe.s3_port), timeout=10)
+        s.sendall(("GET %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in headers.items())
+                   + "\r\n").encode())
+        s.recv(65536)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        s.close()
+    assert s3.get_object(Bucket=bucket, Key="dl")["ContentLength"] == 30 * MiB
+    assert floe.alive()
+
+
+@pytest.mark.parametrize("garbage", [
+    b"\x00\x01\x02garbage\r\n\r\n",
+    b"GET\r\n\r\n",
+    b"GET / HTTP/9.9\r\n\r\n",
+    b"PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n",
+    b"PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"PUT /b/k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzzzz\r\n",
+    b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * 70000 + b"\r\n\r\n",
+    b"GET / HTTP/1.1\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(200)) + b"\r\n",
+], ids=["binary", "no-target", "bad-version", "negative-length", "cl-and-te", "bad-chunk", "long-target",
+        "huge-header", "many-headers"])
+def test_malformed_http_gets_4xx_and_server_survives(floe, s3, garbage):
+    s = socket.create_connection(("127.0.0.1", floe.s3_port), timeout=10)
+    data = b""
+    try:
+        try:
+            s.sendall(garbage)
+            s.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass
+    finally:
+        s.close()
+    if data:
+        status = int(data.split()[1])
+        assert 400 <= status < 500 or status == 505, data[:300]
+    assert floe.alive()
+    s3.list_buckets()
+
+
+@pytest.mark.slow
+def test_object_larger_than_4gib(floe, s3, bucket):
+    """Sizes and offsets past 2^31 and 2^32: a 1 GiB+7 source copied five times
+    into one multipart object (UploadPartCopy), then HEAD, list, ranged GETs."""
+    block = h.pattern_block("big-upload", MiB)   # the bytes send_pattern sends
+    src_len = GiB + 7
+    s = start_big_put(floe.s3_port, bucket, "src", total=src_len)
+    try:
+        send_pattern(s, src_len, block)
+        s.settimeout(120)
+        resp = s.recv(4096)
+    finally:
+        s.close()
+    assert resp.startswith(b"HTTP/1.1 200"), resp[:300]
+
+    def src_byte_range(a, n):
+        return bytes(block[(a + i) % MiB] for i in range(n))
+
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="big")["UploadId"]
+    parts = []
+    for i in range(1, 6):
+        r = s3.upload_part_copy(Bucket=bucket, Key="big", UploadId=uid, PartNumber=i,
+                                CopySource={"Bucket": bucket, "Key": "src"})
+        parts.append({"PartNumber": i, "ETag": r["CopyPartResult"]["ETag"]})
+    assert len({p["ETag"] for p in parts}) == 1
+    s3.complete_multipart_upload(Bucket=bucket, Key="big", UploadId=uid, MultipartUpload={"Parts": parts})
+    total = 5 * src_len
+    assert s3.head_object(Bucket=bucket, Key="big")["ContentLength"] == total
+    lst = s3.list_objects_v2(Bucket=bucket, Prefix="big")["Contents"]
+    assert lst[0]["Size"] == total
+    for off in (2 ** 31 - 5, 2 ** 32 - 5, 4 * src_len - 3, total - 10):
+        g = s3.get_object(Bucket=bucket, Key="big", Range="bytes=%d-%d" % (off, off + 9))
+        assert g["ContentRange"] == "bytes %d-%d/%d" % (off, off + 9, total)
+        got = g["Body"].read()
+        exp = bytes(src_byte_range(x % src_len, 1)[0] for x in range(off, off + 10))
+        assert got == exp, off
+    g = s3.get_object(Bucket=bucket, Key="big", Range="bytes=-5")
+    assert g["ContentRange"] == "bytes %d-%d/%d" % (total - 5, total - 1, total)
+    g = s3.head_object(Bucket=bucket, Key="big", PartNumber=5)
+    assert g["ContentLength"] == src_len
+    s3.delete_object(Bucket=bucket, Key="big")
+    s3.delete_object(Bucket=bucket, Key="src")

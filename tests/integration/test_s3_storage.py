@@ -1,0 +1,143 @@
+"""Storage hygiene on a private server: every overwrite, delete, abort and
+partial complete gives its blob bytes back; acknowledged writes survive
+SIGKILL; a read in progress is not disturbed by an overwrite or delete."""
+import hashlib
+import os
+import time
+
+import pytest
+from botocore.exceptions import ClientError
+
+import s3helpers as h
+from conftest import make_client, unique_bucket_name
+
+MiB = 1024 * 1024
+
+
+def usage(srv):
+    return h.dir_usage(srv.data_dir)[0]
+
+
+def settle(srv, expected, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if usage(srv) == expected:
+            return True
+        time.sleep(0.1)
+    return usage(srv) == expected
+
+
+@pytest.fixture
+def private(floe_factory):
+    srv = floe_factory()
+    c = make_client(srv.endpoint)
+    b = unique_bucket_name("storage")
+    c.create_bucket(Bucket=b)
+    return srv, c, b
+
+
+def test_overwrite_and_delete_release_blobs(private):
+    srv, c, b = private
+    base = usage(srv)
+    c.put_object(Bucket=b, Key="k", Body=os.urandom(MiB))
+    assert settle(srv, base + MiB)
+    c.put_object(Bucket=b, Key="k", Body=os.urandom(2 * MiB))
+    assert settle(srv, base + 2 * MiB), "overwritten blob not released: %d" % (usage(srv) - base)
+    c.delete_object(Bucket=b, Key="k")
+    assert settle(srv, base), "deleted blob not released: %d" % (usage(srv) - base)
+    for i in range(5):
+        c.put_object(Bucket=b, Key="m%d" % i, Body=os.urandom(100000))
+    c.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "m%d" % i} for i in range(5)], "Quiet": True})
+    assert settle(srv, base), "DeleteObjects blobs not released: %d" % (usage(srv) - base)
+
+
+def test_multipart_abort_and_partial_complete_release_blobs(private):
+    srv, c, b = private
+    base = usage(srv)
+    uid = c.create_multipart_upload(Bucket=b, Key="a")["UploadId"]
+    c.upload_part(Bucket=b, Key="a", UploadId=uid, PartNumber=1, Body=os.urandom(MiB))
+    c.upload_part(Bucket=b, Key="a", UploadId=uid, PartNumber=1, Body=os.urandom(MiB))  # replaced part
+    c.upload_part(Bucket=b, Key="a", UploadId=uid, PartNumber=2, Body=os.urandom(MiB))
+    assert settle(srv, base + 2 * MiB), "replaced part not released: %d" % (usage(srv) - base)
+    c.abort_multipart_upload(Bucket=b, Key="a", UploadId=uid)
+    assert settle(srv, base), "aborted parts not released: %d" % (usage(srv) - base)
+
+    uid = c.create_multipart_upload(Bucket=b, Key="p")["UploadId"]
+    p1 = os.urandom(5 * MiB)
+    e1 = c.upload_part(Bucket=b, Key="p", UploadId=uid, PartNumber=1, Body=p1)["ETag"]
+    c.upload_part(Bucket=b, Key="p", UploadId=uid, PartNumber=2, Body=os.urandom(MiB))  # not listed
+    e3 = c.upload_part(Bucket=b, Key="p", UploadId=uid, PartNumber=3, Body=b"end")["ETag"]
+    c.complete_multipart_upload(Bucket=b, Key="p", UploadId=uid, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 3, "ETag": e3}]})
+    assert settle(srv, base + 5 * MiB + 3), "unlisted part not released: %d" % (usage(srv) - base)
+    c.copy_object(Bucket=b, Key="copy", CopySource={"Bucket": b, "Key": "p"})
+    assert settle(srv, base + 2 * (5 * MiB + 3))
+    c.delete_object(Bucket=b, Key="p")
+    c.delete_object(Bucket=b, Key="copy")
+    assert settle(srv, base), "multipart object blobs not released: %d" % (usage(srv) - base)
+    # and nothing reappears after a restart
+    assert srv.stop() == 0
+    srv.start()
+    assert usage(srv) == base
+    assert h.tmp_files(srv.data_dir) == []
+
+
+def test_failed_puts_leave_nothing(private):
+    srv, c, b = private
+    base = usage(srv)
+    body = os.urandom(500000)
+    for kw in ({"ContentMD5": h.md5_b64(b"x")}, {"ChecksumCRC32": h.crc32_b64(b"x")}):
+        with pytest.raises(ClientError):
+            c.put_object(Bucket=b, Key="bad", Body=body, **kw)
+    c.put_object(Bucket=b, Key="once", Body=b"1")
+    with pytest.raises(ClientError):
+        c.put_object(Bucket=b, Key="once", Body=body, IfNoneMatch="*")
+    assert settle(srv, base + 1), "failed PUTs left %d bytes" % (usage(srv) - base - 1)
+    assert h.tmp_files(srv.data_dir) == []
+
+
+def test_acknowledged_put_survives_sigkill(private):
+    srv, c, b = private
+    bodies = {"k%d" % i: os.urandom(200000) for i in range(5)}
+    for k, v in bodies.items():
+        c.put_object(Bucket=b, Key=k, Body=v)
+    uid = c.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    p = os.urandom(5 * MiB)
+    e = c.upload_part(Bucket=b, Key="mp", UploadId=uid, PartNumber=1, Body=p)["ETag"]
+    c.complete_multipart_upload(Bucket=b, Key="mp", UploadId=uid,
+                                MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    c.delete_object(Bucket=b, Key="k0")
+    srv.kill()
+    srv.start()
+    c = make_client(srv.endpoint)
+    for k, v in bodies.items():
+        if k == "k0":
+            with pytest.raises(ClientError):
+                c.head_object(Bucket=b, Key=k)
+        else:
+            assert c.get_object(Bucket=b, Key=k)["Body"].read() == v
+    assert c.get_object(Bucket=b, Key="mp")["Body"].read() == p
+
+
+@pytest.mark.parametrize("action", ["overwrite", "delete"])
+def test_read_in_progress_is_stable(private, action):
+    srv, c, b = private
+    base = usage(srv)
+    old = h.pattern_block("old-version", 40 * MiB)
+    c.put_object(Bucket=b, Key="big", Body=old)
+    g = c.get_object(Bucket=b, Key="big")
+    stream = g["Body"]
+    first = stream.read(MiB)
+    c2 = make_client(srv.endpoint)
+    if action == "overwrite":
+        c2.put_object(Bucket=b, Key="big", Body=b"new small version")
+    else:
+        c2.delete_object(Bucket=b, Key="big")
+    rest = stream.read()
+    assert hashlib.md5(first + rest).hexdigest() == hashlib.md5(old).hexdigest()
+    if action == "overwrite":
+        assert c2.get_object(Bucket=b, Key="big")["Body"].read() == b"new small version"
+    stream.close()
+    # once the reader is done, the old blob is released
+    left = len(b"new small version") if action == "overwrite" else 0
+    assert settle(srv, base + left), "old blob kept after the read: %d" % (usage(srv) - base)
