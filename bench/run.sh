@@ -158,6 +158,7 @@ peak_rss_mib() { awk '/^VmHWM:/ {printf "%.0f\n", $2/1024}' "/proc/$1/status" 2>
 start_floe() {
     local p1 p2
     p1=$(pick_port) && p2=$(pick_port) || return 1
+    while [ "$p2" = "$p1" ]; do p2=$(pick_port) || return 1; done
     mkdir -p "$DATA/floe"
     log "starting floe on 127.0.0.1:$p1 (catalog 127.0.0.1:$p2)"
     FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
@@ -171,6 +172,7 @@ start_floe() {
 start_peer() {
     local p1 p2
     p1=$(pick_port) && p2=$(pick_port) || return 1
+    while [ "$p2" = "$p1" ]; do p2=$(pick_port) || return 1; done
     mkdir -p "$DATA/minio"
     log "starting MinIO on 127.0.0.1:$p1"
     MINIO_ROOT_USER=$ACCESS_KEY MINIO_ROOT_PASSWORD=$SECRET_KEY MINIO_BROWSER=off \
@@ -210,6 +212,10 @@ for server in "${UP[@]}"; do
     PEAK[$server]=$(peak_rss_mib "${SERVER_PID[$server]}")
     stop_server "$server"
 done
+# floe's access log is ~100 bytes per request (tens of MB per run)
+for f in "$OUT/floe.log" "$OUT/minio.log"; do
+    if [ -s "$f" ]; then timeout 60 gzip -f "$f" || true; fi
+done
 for k in "${!VALS[@]}"; do
     VALUE[$k]=$(printf '%s' "${VALS[$k]}" | grep . | median || true)
 done
@@ -217,7 +223,7 @@ done
 # ---------- report ----------
 GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || GIT_REV="$GIT_REV+dirty"
-MINIO_MOD=$(go version -m "$MINIO_BIN" 2>/dev/null | awk '$1=="mod" && $2=="github.com/minio/minio" {print $3}')
+MINIO_MOD=$( (go version -m "$MINIO_BIN" 2>/dev/null || true) | awk '$1=="mod" && $2=="github.com/minio/minio" {print $3}')
 FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
 {
     echo "floe S3 benchmark  $STAMP"

@@ -15,6 +15,7 @@
 #include "base/time.h"
 #include "net/xml.h"
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -387,6 +388,29 @@ static bool headers_have(const char *text, const char *name)
 /* ------------------------------------------------------------------ */
 /* body intake                                                         */
 
+/* Hashing runs beside the socket: for a large body a helper thread
+ * computes MD5 (and the checksum and payload hash) over each buffer while the
+ * connection thread receives the next one and writes it to the blob. The
+ * body is read into NBUF rotating buffers; a buffer is refilled only after
+ * the hasher has finished every slice that points into it. */
+#define PIPE_NBUF 4
+#define PIPE_BUF (512 * 1024)
+#define PIPE_QUEUE 64
+#define PIPE_MIN_BODY (8LL << 20)
+
+typedef struct hashpipe {
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct { const void *p; size_t n; int buf; } q[PIPE_QUEUE];
+    int head, tail, count;
+    int busy[PIPE_NBUF];
+    int cur;          /* buffer the connection thread is filling */
+    bool done;
+    struct intake *in;
+    char *bufs[PIPE_NBUF];
+} hashpipe_t;
+
 typedef struct intake {
     fl_blob_w_t *w;        /* NULL: body kept in mem instead */
     fl_buf_t *mem;
@@ -396,11 +420,102 @@ typedef struct intake {
     bool want_sha;
     int64_t size, max;
     fl_err_t err;
+    hashpipe_t *pipe;      /* non-NULL: hashing on the helper thread */
     /* results */
     char etag[48];
     fl_cksum_alg_t ck_alg;
     char ck_b64[48];
 } intake_t;
+
+static void hash_slice(intake_t *in, const void *p, size_t n)
+{
+    fl_cksum_update(&in->md5, p, n);
+    if (in->ck.alg != FL_CK_NONE) fl_cksum_update(&in->ck, p, n);
+    if (in->want_sha) fl_cksum_update(&in->sha, p, n);
+}
+
+static void *hashpipe_main(void *arg)
+{
+    hashpipe_t *hp = arg;
+    pthread_mutex_lock(&hp->mu);
+    for (;;) {
+        while (!hp->count && !hp->done) pthread_cond_wait(&hp->cv, &hp->mu);
+        if (!hp->count) break;
+        const void *p = hp->q[hp->head].p;
+        size_t n = hp->q[hp->head].n;
+        int b = hp->q[hp->head].buf;
+        hp->head = (hp->head + 1) % PIPE_QUEUE;
+        hp->count--;
+        pthread_mutex_unlock(&hp->mu);
+        hash_slice(hp->in, p, n);
+        pthread_mutex_lock(&hp->mu);
+        hp->busy[b]--;
+        pthread_cond_broadcast(&hp->cv);
+    }
+    pthread_mutex_unlock(&hp->mu);
+    return NULL;
+}
+
+static hashpipe_t *hashpipe_start(intake_t *in)
+{
+    hashpipe_t *hp = fl_calloc(1, sizeof *hp);
+    hp->in = in;
+    pthread_mutex_init(&hp->mu, NULL);
+    pthread_cond_init(&hp->cv, NULL);
+    for (int i = 0; i < PIPE_NBUF; i++) hp->bufs[i] = fl_malloc(PIPE_BUF);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setstacksize(&a, 128 * 1024);
+    int rc = pthread_create(&hp->th, &a, hashpipe_main, hp);
+    pthread_attr_destroy(&a);
+    if (rc != 0) {
+        for (int i = 0; i < PIPE_NBUF; i++) free(hp->bufs[i]);
+        pthread_cond_destroy(&hp->cv);
+        pthread_mutex_destroy(&hp->mu);
+        free(hp);
+        return NULL; /* hash inline instead */
+    }
+    return hp;
+}
+
+/* The next buffer to receive into, once the hasher is done with it. */
+static char *hashpipe_next_buf(hashpipe_t *hp)
+{
+    pthread_mutex_lock(&hp->mu);
+    hp->cur = (hp->cur + 1) % PIPE_NBUF;
+    while (hp->busy[hp->cur]) pthread_cond_wait(&hp->cv, &hp->mu);
+    pthread_mutex_unlock(&hp->mu);
+    return hp->bufs[hp->cur];
+}
+
+static void hashpipe_push(hashpipe_t *hp, const void *p, size_t n)
+{
+    pthread_mutex_lock(&hp->mu);
+    while (hp->count == PIPE_QUEUE) pthread_cond_wait(&hp->cv, &hp->mu);
+    hp->q[hp->tail].p = p;
+    hp->q[hp->tail].n = n;
+    hp->q[hp->tail].buf = hp->cur;
+    hp->tail = (hp->tail + 1) % PIPE_QUEUE;
+    hp->count++;
+    hp->busy[hp->cur]++;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+}
+
+/* Waits for every queued slice to be hashed, then frees the pipe. */
+static void hashpipe_finish(hashpipe_t *hp)
+{
+    if (!hp) return;
+    pthread_mutex_lock(&hp->mu);
+    hp->done = true;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+    pthread_join(hp->th, NULL);
+    for (int i = 0; i < PIPE_NBUF; i++) free(hp->bufs[i]);
+    pthread_cond_destroy(&hp->cv);
+    pthread_mutex_destroy(&hp->mu);
+    free(hp);
+}
 
 static int intake_out(void *ud, const void *p, size_t n)
 {
@@ -410,14 +525,13 @@ static int intake_out(void *ud, const void *p, size_t n)
         return 1;
     }
     in->size += (int64_t)n;
-    fl_cksum_update(&in->md5, p, n);
-    if (in->ck.alg != FL_CK_NONE) fl_cksum_update(&in->ck, p, n);
-    if (in->want_sha) fl_cksum_update(&in->sha, p, n);
     fl_err_t e = in->w ? fl_blob_w_write(in->w, p, n) : fl_buf_add(in->mem, p, n);
     if (e) {
         in->err = e;
         return 1;
     }
+    if (in->pipe) hashpipe_push(in->pipe, p, n);
+    else hash_slice(in, p, n);
     return 0;
 }
 
@@ -512,22 +626,28 @@ static bool intake_body(s3req_t *r, intake_t *in)
         goto out;
     }
 
-    buf = fl_malloc(IO_BUF);
+    int64_t expect = r->req->content_length;
+    if (in->w && (expect >= PIPE_MIN_BODY || (expect < 0 && r->req->chunked)))
+        in->pipe = hashpipe_start(in);
+    if (!in->pipe) buf = fl_malloc(IO_BUF);
     for (;;) {
-        ssize_t n = fl_http_body_read(r->c, buf, IO_BUF);
+        char *rb = in->pipe ? hashpipe_next_buf(in->pipe) : buf;
+        ssize_t n = fl_http_body_read(r->c, rb, in->pipe ? PIPE_BUF : IO_BUF);
         if (n < 0) {
             in->err = (fl_err_t)n;
             break;
         }
         if (n == 0) break;
         if (dec) {
-            fl_err_t e = fl_awschunk_feed(dec, buf, (size_t)n, intake_out, in);
+            fl_err_t e = fl_awschunk_feed(dec, rb, (size_t)n, intake_out, in);
             if (e && !in->err) in->err = e;
         } else {
-            intake_out(in, buf, (size_t)n);
+            intake_out(in, rb, (size_t)n);
         }
         if (in->err) break;
     }
+    hashpipe_finish(in->pipe); /* every byte hashed before the digests are read */
+    in->pipe = NULL;
     if (!in->err && dec) in->err = fl_awschunk_finish(dec);
     if (in->err) {
         fl_err_t e = in->err;
@@ -596,6 +716,8 @@ static bool intake_body(s3req_t *r, intake_t *in)
     }
     ok = true;
 out:
+    hashpipe_finish(in->pipe);
+    in->pipe = NULL;
     if (ecode) s3_error(r, estatus, ecode, emsg);
     fl_cksum_free(&in->md5);
     fl_cksum_free(&in->ck);
@@ -1459,8 +1581,12 @@ static void op_upload_part_copy(s3req_t *r)
     fl_slice_t rg = fl_http_header_val(r->req, "x-amz-copy-source-range");
     if (rg.ptr) {
         int rc = parse_range(rg, src->meta.size, &start, &end);
+        /* only bytes=first-last, inside the source */
         const char *dash = memchr(rg.ptr, '-', rg.len);
-        if (rc == 1 && dash && atoll(dash + 1) >= src->meta.size) rc = -1; /* must lie inside the source */
+        bool both = dash && dash > rg.ptr + 6 && (size_t)(dash - rg.ptr) + 1 < rg.len &&
+                    isdigit((unsigned char)dash[1]);
+        if (rc == 1 && !both) rc = 0;
+        if (rc == 1 && atoll(dash + 1) >= src->meta.size) rc = -1;
         if (rc < 0) {
             s3_error(r, 416, "InvalidRange", NULL);
             goto out;

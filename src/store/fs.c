@@ -143,6 +143,19 @@ struct fl_store {
     pthread_mutex_t pool_mu;   /* guards idle */
     fl_conn_t *idle;
     pthread_mutex_t write_mu;  /* held from BEGIN IMMEDIATE to COMMIT/ROLLBACK */
+    /* Replaced blobs are unlinked by a reaper thread, off the request path
+     * (unlinking a large file takes milliseconds). A crash before the reaper
+     * gets to one leaves an orphan that the next open sweeps. */
+    pthread_t reaper;
+    bool reaper_on, reap_stop, reaping;
+    pthread_mutex_t reap_mu;
+    pthread_cond_t reap_cv;
+    struct reap_item *reap_head;
+};
+
+struct reap_item {
+    struct reap_item *next;
+    char id[ID_HEX + 1];
 };
 
 struct fl_blob_w {
@@ -150,8 +163,13 @@ struct fl_blob_w {
     int fd;
     bool failed;
     int64_t size;
+    int64_t flushed;   /* bytes handed to writeback with sync_file_range */
     char id[ID_HEX + 1];
 };
+
+/* Large blobs start writeback as they grow, so the fsync at publish finds
+ * little left to write: disk I/O overlaps the upload instead of following it. */
+#define WRITEBACK_STEP (8 << 20)
 
 /* ---- small helpers ---- */
 
@@ -229,11 +247,58 @@ static void tmp_path(const fl_store_t *s, const char *id, char *out, size_t n)
     snprintf(out, n, "%s/blobs/tmp/%s", s->dir, id);
 }
 
-static void unlink_blob(fl_store_t *s, const char *id)
+static void unlink_blob_now(fl_store_t *s, const char *id)
 {
     char p[PATH_MAX];
     blob_path(s, id, p, sizeof p);
     if (unlink(p) != 0 && errno != ENOENT) fl_warn("store: unlink %s: %s", p, strerror(errno));
+}
+
+static void unlink_blob(fl_store_t *s, const char *id)
+{
+    if (!s->reaper_on) {
+        unlink_blob_now(s, id);
+        return;
+    }
+    struct reap_item *it = fl_malloc(sizeof *it);
+    memcpy(it->id, id, ID_HEX + 1);
+    pthread_mutex_lock(&s->reap_mu);
+    it->next = s->reap_head;
+    s->reap_head = it;
+    pthread_cond_broadcast(&s->reap_cv);
+    pthread_mutex_unlock(&s->reap_mu);
+}
+
+void fl_store_drain(fl_store_t *s)
+{
+    pthread_mutex_lock(&s->reap_mu);
+    while (s->reaper_on && (s->reap_head || s->reaping)) pthread_cond_wait(&s->reap_cv, &s->reap_mu);
+    pthread_mutex_unlock(&s->reap_mu);
+}
+
+static void *reaper_main(void *arg)
+{
+    fl_store_t *s = arg;
+    pthread_mutex_lock(&s->reap_mu);
+    for (;;) {
+        while (!s->reap_head && !s->reap_stop) pthread_cond_wait(&s->reap_cv, &s->reap_mu);
+        struct reap_item *list = s->reap_head;
+        s->reap_head = NULL;
+        if (!list && s->reap_stop) break;
+        s->reaping = true;
+        pthread_mutex_unlock(&s->reap_mu);
+        while (list) {
+            struct reap_item *next = list->next;
+            unlink_blob_now(s, list->id);
+            free(list);
+            list = next;
+        }
+        pthread_mutex_lock(&s->reap_mu);
+        s->reaping = false;
+        pthread_cond_broadcast(&s->reap_cv);
+    }
+    pthread_mutex_unlock(&s->reap_mu);
+    return NULL;
 }
 
 /* Unlinks every blob named in an objects.blobs list (NULL or "" = none). */
@@ -597,6 +662,8 @@ fl_store_t *fl_store_open(const char *dir)
     s->lockfd = -1;
     pthread_mutex_init(&s->pool_mu, NULL);
     pthread_mutex_init(&s->write_mu, NULL);
+    pthread_mutex_init(&s->reap_mu, NULL);
+    pthread_cond_init(&s->reap_cv, NULL);
     if (!sqlite3_threadsafe()) {
         fl_error("store: SQLite was built without thread support");
         goto fail;
@@ -627,6 +694,7 @@ fl_store_t *fl_store_open(const char *dir)
     if (fl_store_sweep(s, fl_now_ms())) goto fail;
     if (sweep_orphans(s, c)) goto fail;
     conn_put(s, c);
+    s->reaper_on = pthread_create(&s->reaper, NULL, reaper_main, s) == 0;
     return s;
 fail:
     conn_free(c);
@@ -637,6 +705,16 @@ fail:
 void fl_store_close(fl_store_t *s)
 {
     if (!s) return;
+    if (s->reaper_on) {
+        pthread_mutex_lock(&s->reap_mu);
+        s->reap_stop = true;
+        pthread_cond_broadcast(&s->reap_cv);
+        pthread_mutex_unlock(&s->reap_mu);
+        pthread_join(s->reaper, NULL); /* drains the queue first */
+        s->reaper_on = false;
+    }
+    pthread_cond_destroy(&s->reap_cv);
+    pthread_mutex_destroy(&s->reap_mu);
     while (s->idle) {
         fl_conn_t *c = s->idle;
         s->idle = c->next;
@@ -836,7 +914,13 @@ static fl_err_t write_all(fl_blob_w_t *w, const char *p, size_t n)
 fl_err_t fl_blob_w_write(fl_blob_w_t *w, const void *p, size_t n)
 {
     if (w->failed) return FL_ERR_IO;
-    return write_all(w, p, n);
+    fl_err_t e = write_all(w, p, n);
+    if (!e && w->size - w->flushed >= WRITEBACK_STEP) {
+        /* a hint: errors surface at the fsync before publish */
+        (void)sync_file_range(w->fd, w->flushed, w->size - w->flushed, SYNC_FILE_RANGE_WRITE);
+        w->flushed = w->size;
+    }
+    return e;
 }
 
 int64_t fl_blob_w_size(const fl_blob_w_t *w)

@@ -22,6 +22,8 @@ typedef struct fl_store fl_store_t;
 fl_store_t *fl_store_open(const char *dir);
 /* Closes the store; no other call on s may be running or follow. */
 void fl_store_close(fl_store_t *s);
+/* Waits until replaced blobs queued for unlinking are gone (tests, shutdown). */
+void fl_store_drain(fl_store_t *s);
 /* Removes multipart uploads created before now_ms - FL_STALE_UPLOAD_S (index
  * rows and part blobs). Safe to call periodically from any worker thread
  * while the store is in use; orphan blobs are swept only at open. */

@@ -458,3 +458,12 @@ def test_presigned_wrong_secret(floe, bucket, s3):
     url = bad.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "p"}, ExpiresIn=300)
     r = requests.get(url, timeout=10)
     assert r.status_code == 403 and h.error_code(r.content) == "SignatureDoesNotMatch", r.text
+
+
+def test_presigned_other_region(floe, s3, bucket):
+    s3.put_object(Bucket=bucket, Key="r", Body=b"region")
+    c = make_client(floe.endpoint, region="ap-southeast-2")
+    url = c.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "r"}, ExpiresIn=300)
+    assert "ap-southeast-2" in url
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 200 and r.content == b"region", r.text

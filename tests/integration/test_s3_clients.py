@@ -245,3 +245,18 @@ def test_s3cmd_flow(s3cmd_cfg, tmp_path, s3):
     assert s3.list_objects_v2(Bucket=b)["KeyCount"] == 0
     s3cmd(s3cmd_cfg, "rb", "s3://%s" % b)
     assert b not in [x["Name"] for x in s3.list_buckets()["Buckets"]]
+
+
+def test_pyarrow_bucket_create_and_delete(floe, s3):
+    from pyarrow import fs
+    afs = fs.S3FileSystem(endpoint_override="127.0.0.1:%d" % floe.s3_port, scheme="http",
+                          access_key=ACCESS_KEY, secret_key=SECRET_KEY, region=REGION,
+                          allow_bucket_creation=True, allow_bucket_deletion=True)
+    b = unique_bucket_name("pyarrow-mk")
+    afs.create_dir(b)
+    s3.head_bucket(Bucket=b)
+    assert afs.get_file_info(b).type == fs.FileType.Directory
+    with afs.open_output_stream("%s/x" % b) as out:
+        out.write(b"x")
+    afs.delete_dir(b)
+    assert b not in [x["Name"] for x in s3.list_buckets()["Buckets"]]

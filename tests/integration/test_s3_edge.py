@@ -539,3 +539,18 @@ def test_unsigned_trailer_chunk_extensions(raw, s3, bucket):
     r = raw.request("PUT", path, body=body, headers=headers, sign_it=False)
     assert r.status == 200, r
     assert s3.get_object(Bucket=bucket, Key="ext")["Body"].read() == payload
+
+
+def test_empty_put_then_put_on_reused_connection(floe, bucket):
+    """A zero-length PUT with Expect: 100-continue followed by a non-empty PUT
+    on the same pooled connection completes promptly (no stall, no retry)."""
+    import io
+    from conftest import make_client
+    c = make_client(floe.endpoint, max_pool_connections=1)
+    t0 = time.time()
+    for i in range(3):
+        c.put_object(Bucket=bucket, Key="empty%d" % i, Body=io.BytesIO(b""))
+        c.put_object(Bucket=bucket, Key="full%d" % i, Body=io.BytesIO(b"x" * 3000))
+    assert time.time() - t0 < 10
+    assert c.get_object(Bucket=bucket, Key="full2")["Body"].read() == b"x" * 3000
+    assert c.head_object(Bucket=bucket, Key="empty2")["ContentLength"] == 0

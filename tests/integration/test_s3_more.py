@@ -225,3 +225,42 @@ def test_concurrent_complete_same_upload(s3, bucket, floe):
     assert all(r[0] in ("ok", "NoSuchUpload") for r in res), res
     assert s3.get_object(Bucket=bucket, Key="cc")["Body"].read() == p1 + b"z"
     assert s3.head_object(Bucket=bucket, Key="cc")["ETag"] == '"%s"' % h.multipart_etag([p1, b"z"])
+
+
+def test_last_modified_consistent_between_head_and_list(s3, bucket):
+    s3.put_object(Bucket=bucket, Key="t", Body=b"x")
+    head = s3.head_object(Bucket=bucket, Key="t")["LastModified"]
+    lst = s3.list_objects_v2(Bucket=bucket)["Contents"][0]["LastModified"]
+    assert head == lst.replace(microsecond=0), (head, lst)
+    g = s3.get_object(Bucket=bucket, Key="t", IfUnmodifiedSince=lst)
+    assert g["Body"].read() == b"x"
+
+
+def test_create_multipart_missing_bucket(s3):
+    with pytest.raises(ClientError) as e:
+        s3.create_multipart_upload(Bucket="no-such-bucket-mpu-x", Key="k")
+    assert err(e) == ("NoSuchBucket", 404)
+
+
+@pytest.mark.parametrize("kw", [
+    {"Tagging": "team=data&env=test"},
+    {"ServerSideEncryption": "AES256"},
+    {"ACL": "bucket-owner-full-control"},
+    {"StorageClass": "STANDARD"},
+    {"Expires": __import__("datetime").datetime(2030, 1, 1)},
+], ids=["tagging", "sse-s3", "acl", "storage-class", "expires"])
+def test_common_optional_put_headers_accepted(s3, bucket, kw):
+    """Writers (Iceberg S3FileIO, Hadoop s3a, Spark) commonly send these; an
+    S3-compatible store accepts them even if it ignores them."""
+    r = s3.put_object(Bucket=bucket, Key="opt", Body=b"opt", **kw)
+    assert r["ETag"] == '"%s"' % h.md5_hex(b"opt")
+    assert s3.get_object(Bucket=bucket, Key="opt")["Body"].read() == b"opt"
+    uid = s3.create_multipart_upload(Bucket=bucket, Key="optmp", **kw)["UploadId"]
+    s3.abort_multipart_upload(Bucket=bucket, Key="optmp", UploadId=uid)
+
+
+def test_metadata_near_limit_accepted(s3, bucket):
+    # S3 counts UTF-8 bytes of keys and values: 1 + 2000 + 3 + 40 = 2044 <= 2048
+    md = {"k": "v" * 2000, "abc": "w" * 40}
+    s3.put_object(Bucket=bucket, Key="m", Body=b"x", Metadata=md)
+    assert s3.head_object(Bucket=bucket, Key="m")["Metadata"] == md

@@ -482,3 +482,41 @@ def test_object_larger_than_4gib(floe, s3, bucket):
     assert g["ContentLength"] == src_len
     s3.delete_object(Bucket=bucket, Key="big")
     s3.delete_object(Bucket=bucket, Key="src")
+
+
+def test_idle_and_slow_connections_do_not_block_others(floe, s3, bucket):
+    """Hundreds of half-open requests, a dribbling upload and a download that
+    is never read must not delay ordinary requests on other connections."""
+    s3.put_object(Bucket=bucket, Key="big", Body=h.pattern_block("stall", 50 * MiB))
+    s3.put_object(Bucket=bucket, Key="small", Body=b"small")
+    socks = []
+    try:
+        for i in range(300):
+            s = socket.create_connection(("127.0.0.1", floe.s3_port), timeout=10)
+            s.sendall(b"GET /%s/small HTTP/1.1\r\nHost: x\r\n" % bucket.encode())  # headers never finished
+            socks.append(s)
+        # a download nobody reads
+        path = h.key_path(bucket, "big")
+        headers = {"Host": "127.0.0.1:%d" % floe.s3_port}
+        h.sign("GET", path, None, headers, h.EMPTY_SHA256, ACCESS_KEY, SECRET_KEY)
+        s = socket.create_connection(("127.0.0.1", floe.s3_port), timeout=10)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.sendall(("GET %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in headers.items())
+                   + "\r\n").encode())
+        socks.append(s)
+        # an upload that dribbles
+        up = start_big_put(floe.s3_port, bucket, "dribble", total=10 * MiB)
+        up.sendall(b"x" * 1000)
+        socks.append(up)
+        time.sleep(0.3)
+        t0 = time.time()
+        for i in range(20):
+            assert s3.get_object(Bucket=bucket, Key="small")["Body"].read() == b"small"
+            up.sendall(b"x" * 100)
+        s3.put_object(Bucket=bucket, Key="during", Body=os.urandom(2 * MiB))
+        elapsed = time.time() - t0
+        assert elapsed < 5, "ordinary requests took %.1fs next to idle/slow connections" % elapsed
+    finally:
+        for s in socks:
+            s.close()
+    assert floe.alive()

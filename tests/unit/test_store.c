@@ -90,6 +90,13 @@ static int count_files(const char *dir, const char *sub)
     return n;
 }
 
+/* Blob files in the shards once the reaper has unlinked replaced ones. */
+static int shard_files(fl_store_t *s, const char *dir)
+{
+    if (s) fl_store_drain(s);
+    return count_files(dir, "shards");
+}
+
 static fl_store_t *open_with_bucket(const char **dir_out)
 {
     const char *dir = fl_test_tmpdir();
@@ -195,13 +202,13 @@ FL_TEST(store_overwrite_keeps_open_reader)
     CHECK_EQ(put_str(s, "b", "k", "first version"), FL_OK);
     REQUIRE(fl_store_get(s, "b", "k", 1, &o1) == FL_OK);
     CHECK_EQ(put_str(s, "b", "k", "second"), FL_OK);
-    CHECK_EQ(count_files(dir, "shards"), 1); /* old blob unlinked */
+    CHECK_EQ(shard_files(s, dir), 1); /* old blob unlinked */
     char *r = read_all(o1);
     CHECK_STR(r, "first version");
     free(r);
     REQUIRE(fl_store_get(s, "b", "k", 1, &o2) == FL_OK);
     CHECK_EQ(fl_store_delete(s, "b", "k", 1, NULL), FL_OK);
-    CHECK_EQ(count_files(dir, "shards"), 0);
+    CHECK_EQ(shard_files(s, dir), 0);
     r = read_all(o2);
     CHECK_STR(r, "second");
     free(r);
@@ -398,7 +405,7 @@ FL_TEST(store_multipart_happy)
     part_blob(s, "mp/obj", up, 3, "33", e3, &e); CHECK_EQ(e, FL_OK);
     part_blob(s, "mp/obj", up, 4, "44444", e3 + 0, &e); CHECK_EQ(e, FL_OK);
     md5_hex("33", 2, e3);
-    CHECK_EQ(count_files(dir, "shards"), 4);
+    CHECK_EQ(shard_files(s, dir), 4);
 
     fl_part_info_t *pi;
     size_t np;
@@ -445,7 +452,7 @@ FL_TEST(store_multipart_happy)
     CHECK_EQ(m.parts, 3);
     CHECK_STR(m.headers, "content-type: a/b\n");
     fl_obj_meta_free(&m);
-    CHECK_EQ(count_files(dir, "shards"), 3);
+    CHECK_EQ(shard_files(s, dir), 3);
 
     fl_obj_t *o;
     REQUIRE(fl_store_get(s, "b", "mp/obj", 6, &o) == FL_OK);
@@ -469,9 +476,9 @@ FL_TEST(store_multipart_happy)
     CHECK_STR(m.headers, "h2");
     CHECK_EQ(m.parts, 1);
     fl_obj_meta_free(&m);
-    CHECK_EQ(count_files(dir, "shards"), 1);
+    CHECK_EQ(shard_files(s, dir), 1);
     CHECK_EQ(put_str(s, "b", "mp/obj", "plain"), FL_OK);
-    CHECK_EQ(count_files(dir, "shards"), 1);
+    CHECK_EQ(shard_files(s, dir), 1);
     fl_store_close(s);
 }
 
@@ -511,7 +518,7 @@ FL_TEST(store_multipart_errors)
     CHECK_EQ(fl_store_head(s, "b", "k", 1, &m), FL_OK);
     CHECK_EQ(m.size, 19);
     fl_obj_meta_free(&m);
-    CHECK_EQ(count_files(dir, "shards"), 2);
+    CHECK_EQ(shard_files(s, dir), 2);
     CHECK_EQ(fl_store_mpu_complete(s, "b", "k", 1, up, ok, 2, 10, NULL, NULL, NULL), FL_ERR_NO_UPLOAD);
 
     /* Bad part arguments, unknown uploads. */
@@ -528,20 +535,20 @@ FL_TEST(store_multipart_errors)
     REQUIRE(fl_blob_w_open(s, &w) == FL_OK);
     CHECK_EQ(fl_store_mpu_put_part(s, "b", "x", 1, up, 1, w, e1, NULL), FL_ERR_NO_UPLOAD);
     CHECK_EQ(count_files(dir, "tmp"), 0);
-    CHECK_EQ(count_files(dir, "shards"), 2);
+    CHECK_EQ(shard_files(s, dir), 2);
     char nu[65];
     CHECK_EQ(fl_store_mpu_create(s, "nob", "k", 1, NULL, nu), FL_ERR_NO_BUCKET);
 
     /* Abort removes parts. */
     part_blob(s, "k", up, 1, "p1", e1, &e); CHECK_EQ(e, FL_OK);
     part_blob(s, "k", up, 2, "p2", e2, &e); CHECK_EQ(e, FL_OK);
-    CHECK_EQ(count_files(dir, "shards"), 4);
+    CHECK_EQ(shard_files(s, dir), 4);
     CHECK_EQ(fl_store_mpu_abort(s, "b", "x", 1, up), FL_ERR_NO_UPLOAD);
     CHECK_EQ(fl_store_mpu_abort(s, "b", "k", 1, up), FL_OK);
     CHECK_EQ(fl_store_mpu_abort(s, "b", "k", 1, up), FL_ERR_NO_UPLOAD);
-    CHECK_EQ(count_files(dir, "shards"), 2);
+    CHECK_EQ(shard_files(s, dir), 2);
     part_blob(s, "k", up, 3, "p3", e3, &e); CHECK_EQ(e, FL_ERR_NO_UPLOAD);
-    CHECK_EQ(count_files(dir, "shards"), 2);
+    CHECK_EQ(shard_files(s, dir), 2);
     fl_store_close(s);
 }
 
@@ -667,7 +674,7 @@ FL_TEST(store_conditional_race)
         CHECK_STR(got, want);
         free(got);
     }
-    CHECK_EQ(count_files(dir, "shards"), ROUNDS);
+    CHECK_EQ(shard_files(s, dir), ROUNDS);
     CHECK_EQ(count_files(dir, "tmp"), 0);
     fl_store_close(s);
 }
@@ -723,7 +730,7 @@ FL_TEST(store_concurrent_overwrite_and_read)
         pthread_join(th[i], NULL);
         CHECK_EQ(args[i].bad, 0);
     }
-    CHECK_EQ(count_files(dir, "shards"), 1);
+    CHECK_EQ(shard_files(s, dir), 1);
     fl_store_close(s);
 }
 
@@ -752,13 +759,13 @@ FL_TEST(store_sweep_on_open)
     snprintf(p, sizeof p, "%s/blobs/ab/README", dir);
     close(open(p, O_CREAT | O_WRONLY, 0644));
     CHECK_EQ(count_files(dir, "tmp"), 2);
-    CHECK_EQ(count_files(dir, "shards"), 4);
+    CHECK_EQ(shard_files(NULL, dir), 4);
 
     s = fl_store_open(dir);
     REQUIRE(s);
     CHECK(fl_store_open(dir) == NULL); /* one opener at a time */
     CHECK_EQ(count_files(dir, "tmp"), 0);
-    CHECK_EQ(count_files(dir, "shards"), 3); /* keep, the part, README */
+    CHECK_EQ(shard_files(s, dir), 3); /* keep, the part, README */
     char *got = get_str(s, "b", "keep", 4, &e);
     CHECK_STR(got, "kept");
     free(got);
@@ -773,7 +780,7 @@ FL_TEST(store_sweep_on_open)
     fl_part_infos_free(pi, np);
     CHECK_EQ(fl_store_sweep(s, fl_now_ms() + FL_STALE_UPLOAD_S * 1000LL + 1000), FL_OK);
     CHECK_EQ(fl_store_mpu_parts(s, "b", "mp", 2, up, 0, 10, &pi, &np, &trunc, NULL), FL_ERR_NO_UPLOAD);
-    CHECK_EQ(count_files(dir, "shards"), 2);
+    CHECK_EQ(shard_files(s, dir), 2);
     fl_store_close(s);
 }
 
