@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 DEBS=(build-essential pkgconf cmake
       libssl-dev libsqlite3-dev libexpat1-dev libjansson-dev zlib1g-dev libcurl4-openssl-dev
-      clang libclang-rt-dev s3cmd curl sqlite3)
+      clang libclang-rt-dev s3cmd curl sqlite3 python3-venv)
 
 missing=()
 for p in "${DEBS[@]}"; do
