@@ -262,6 +262,7 @@ static bool valid_bucket_name(const char *s)
     }
     if (!isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1])) return false;
     if (dots == 3 && digits_only) return false; /* looks like an IP address */
+    if (n > 10 && !strcmp(s + n - 10, "--table-s3")) return false; /* table warehouses */
     return true;
 }
 
