@@ -2,4 +2,5 @@
 #ifndef FL_CLI_CLI_H
 #define FL_CLI_CLI_H
 int fl_cmd_serve(int argc, char **argv);
+int fl_cmd_tables(int argc, char **argv);
 #endif

@@ -9,6 +9,7 @@ static const struct {
     const char *help;
 } commands[] = {
     { "serve", fl_cmd_serve, "run the table-bucket service (S3 data plane, catalog)" },
+    { "tables", fl_cmd_tables, "S3 Tables control-plane client (table buckets, namespaces, tables, ...)" },
 };
 
 static void usage(FILE *f)

@@ -1,6 +1,7 @@
 /* floe serve: configuration (flags > FLOE_* environment > config file >
  * defaults, from one table), the data-plane and catalog listeners, signal
  * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
+#include "api/catalog.h"
 #include "api/s3.h"
 #include "auth/keys.h"
 #include "base/log.h"
@@ -8,6 +9,7 @@
 #include "base/time.h"
 #include "cli/cli.h"
 #include "net/http.h"
+#include "meta/catalog.h"
 #include "store/store.h"
 #include <errno.h>
 #include <getopt.h>
@@ -21,7 +23,8 @@
 #include <sys/stat.h>
 
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
-       OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_CONFIG, OPT__COUNT };
+       OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
+       OPT_CONFIG, OPT__COUNT };
 
 /* The configuration keys: flag name (also the config-file key), environment
  * variable, default, help. */
@@ -38,6 +41,9 @@ static const struct {
     [OPT_LOG_LEVEL] = { "log-level", "FLOE_LOG_LEVEL", "info", "debug, info, warn or error", false },
     [OPT_ROOT_AKID] = { "root-access-key-id", "FLOE_ROOT_ACCESS_KEY_ID", "", "root access key id (else generated)", false },
     [OPT_ROOT_SECRET] = { "root-secret-access-key", "FLOE_ROOT_SECRET_ACCESS_KEY", "", "root secret (else generated)", false },
+    [OPT_ACCOUNT] = { "account", "FLOE_ACCOUNT", "000000000000", "account id in ARNs", false },
+    [OPT_ARN_STYLE] = { "arn-style", "FLOE_ARN_STYLE", "osstables", "ARNs as 'osstables' (acs:osstables:...) or 'aws' (arn:aws:s3tables:...)", false },
+    [OPT_PUBLIC_S3] = { "public-s3-endpoint", "FLOE_PUBLIC_S3_ENDPOINT", "", "data-plane URL handed to catalog clients (default: http://S3-LISTEN)", false },
     [OPT_CONFIG] = { "config", "FLOE_CONFIG", "", "config file: 'key value' lines with the flag names as keys", false },
 };
 
@@ -98,18 +104,6 @@ static bool load_config_file(const char *path, char **vals, const bool *from_fla
     return ok;
 }
 
-/* Catalog port: the S3 Tables API and the Iceberg REST catalog mount here
- * (not served yet); every other path answers 404 in Iceberg's error shape. */
-static void catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
-{
-    static const char body[] =
-        "{\"error\":{\"message\":\"No route for this path\",\"type\":\"NotFoundException\",\"code\":404}}";
-    fl_http_set_op(c, "NotFound");
-    fl_http_resp_status(c, 404);
-    fl_http_resp_header(c, "Content-Type", "application/json");
-    fl_http_resp_send(c, body, sizeof body - 1);
-}
-
 int fl_cmd_serve(int argc, char **argv)
 {
     char *vals[OPT__COUNT] = { 0 };
@@ -166,6 +160,7 @@ int fl_cmd_serve(int argc, char **argv)
     }
 
     fl_store_t *store = NULL;
+    fl_catalog_t *cat = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
     const char *dir = vals[OPT_DATA_DIR];
     char objdir[4096];
@@ -193,8 +188,30 @@ int fl_cmd_serve(int argc, char **argv)
                                 .ud = &s3cfg, .access_log = access_log };
     s3srv = fl_http_server_start(&hs);
     if (!s3srv) goto out;
-    fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = catalog_handle,
-                                .ud = NULL, .access_log = access_log };
+    char catpath[4200], public_s3[512];
+    snprintf(catpath, sizeof catpath, "%s/catalog.db", dir);
+    cat = fl_catalog_open(catpath);
+    if (!cat) goto out;
+    if (vals[OPT_PUBLIC_S3][0]) snprintf(public_s3, sizeof public_s3, "%s", vals[OPT_PUBLIC_S3]);
+    else {
+        /* the listen host, unless it is a wildcard */
+        const char *l = vals[OPT_S3_LISTEN], *colon = strrchr(l, ':');
+        int hl = colon ? (int)(colon - l) : 0;
+        bool wild = hl == 0 || !strncmp(l, "0.0.0.0", (size_t)hl) || !strncmp(l, "[::]", (size_t)hl);
+        snprintf(public_s3, sizeof public_s3, "http://%.*s:%d", wild ? 9 : hl, wild ? "127.0.0.1" : l,
+                 fl_http_server_port(s3srv));
+    }
+    if (strcmp(vals[OPT_ARN_STYLE], "aws") && strcmp(vals[OPT_ARN_STYLE], "osstables")) {
+        fl_error("--arn-style must be 'aws' or 'osstables'");
+        goto out;
+    }
+    fl_catalog_cfg_t catcfg = {
+        .cat = cat, .store = store, .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT],
+        .aws_arns = !strcmp(vals[OPT_ARN_STYLE], "aws"), .s3_endpoint = public_s3,
+        .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_keys_lookup, .lookup_ud = &keys,
+    };
+    fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,
+                                .ud = &catcfg, .access_log = access_log };
     catsrv = fl_http_server_start(&cs);
     if (!catsrv) goto out;
 
@@ -202,7 +219,8 @@ int fl_cmd_serve(int argc, char **argv)
     printf("floe serve\n");
     printf("  data dir        %s\n", dir);
     printf("  S3 data plane   http://%s (port %d)\n", vals[OPT_S3_LISTEN], fl_http_server_port(s3srv));
-    printf("  catalog         http://%s (port %d)\n", vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv));
+    printf("  S3 Tables API   http://%s (port %d)\n", vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv));
+    printf("  Iceberg REST    http://%s/iceberg\n", vals[OPT_CATALOG_LISTEN]);
     printf("  region          %s\n", vals[OPT_REGION]);
     printf("  root access key %s\n", keys.akid);
     if (generated)
@@ -228,6 +246,7 @@ int fl_cmd_serve(int argc, char **argv)
 out:
     if (catsrv) fl_http_server_stop(catsrv, 10000);
     if (s3srv) fl_http_server_stop(s3srv, 10000);
+    if (cat) fl_catalog_close(cat);
     if (store) fl_store_close(store);
     for (int i = 0; i < OPT__COUNT; i++) free(vals[i]);
     return rc;

@@ -1,0 +1,171 @@
+/* The catalog port's front door: body intake (capped), SigV4 with the signing
+ * names of S3 Tables and OSS Tables, and dispatch to the S3 Tables control
+ * plane or the Iceberg REST catalog. Errors before dispatch are rendered by
+ * the front door the path belongs to, so every client sees its own protocol's
+ * error shape. */
+#include "api/catalog.h"
+#include "base/checksum.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_rest(const fl_http_req_t *req)
+{
+    return req->path_len >= 8 && memcmp(req->path, "/iceberg", 8) == 0 &&
+           (req->path_len == 8 || req->path[8] == '/');
+}
+
+static void front_error(fl_api_req_t *r, bool rest, int status, const char *type, const char *msg)
+{
+    if (rest) fl_rest_error(r, status, type, msg);
+    else fl_tables_error(r, status, type, msg);
+}
+
+/* SigV4 failure -> the front door's error type. */
+static const char *auth_type(bool rest, const fl_sigv4_error_t *e)
+{
+    if (rest) return e->status == 400 ? "BadRequestException" : "NotAuthorizedException";
+    if (e->status == 400) return "BadRequestException";
+    if (e->code && !strcmp(e->code, "InvalidAccessKeyId")) return "UnrecognizedClientException";
+    if (e->code && (!strcmp(e->code, "SignatureDoesNotMatch") || !strcmp(e->code, "RequestTimeTooSkewed")))
+        return "InvalidSignatureException";
+    return "ForbiddenException";
+}
+
+void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
+{
+    const fl_catalog_cfg_t *cfg = ud;
+    bool rest = is_rest(req);
+    fl_api_req_t r = { .c = c, .req = req, .cfg = cfg, .path = req->path, .path_len = req->path_len,
+                       .body = "", .principal = "anonymous" };
+    if (rest) {
+        r.path += 8;
+        r.path_len -= 8;
+    }
+    fl_buf_t body;
+    fl_buf_init(&body, FL_CATALOG_MAX_BODY);
+    fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
+    fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
+
+    /* body */
+    if (req->content_length > FL_CATALOG_MAX_BODY) {
+        fl_http_set_op(c, "Invalid");
+        fl_http_close_after(c);
+        front_error(&r, rest, 413, "BadRequestException", "The request body is too large.");
+        goto out;
+    }
+    if (req->content_length > 0 || req->chunked) {
+        char tmp[16384];
+        for (;;) {
+            ssize_t n = fl_http_body_read(c, tmp, sizeof tmp);
+            if (n == 0) break;
+            if (n < 0 || fl_buf_add(&body, tmp, (size_t)n) != FL_OK) {
+                fl_http_set_op(c, "Invalid");
+                fl_http_close_after(c);
+                front_error(&r, rest, n < 0 ? 400 : 413, "BadRequestException",
+                            n < 0 ? "The request body could not be read." : "The request body is too large.");
+                goto out;
+            }
+        }
+    }
+    if (body.ptr) {
+        r.body = body.ptr;
+        r.body_len = body.len;
+    }
+
+    /* authentication */
+    fl_sigv4_req_t sr = {
+        .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
+        .raw_query = req->query, .raw_query_len = req->query_len,
+        .headers = req->headers, .nheaders = req->nheaders,
+    };
+    fl_sigv4_auth_t auth;
+    if (fl_sigv4_present(&sr)) {
+        static const char *const services[] = { "s3tables", "osstables", NULL };
+        fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud,
+                              .services = services, .now = fl_now_ms() / 1000 };
+        fl_sigv4_error_t err = { 0 };
+        char hash[65];
+        fl_sha256_hex(r.body, r.body_len, hash);
+        if (fl_sigv4_verify(&sr, &vc, hash, &auth, &err) != FL_OK) {
+            fl_http_set_op(c, "Unauthenticated");
+            front_error(&r, rest, err.status ? err.status : 403, auth_type(rest, &err),
+                        err.message[0] ? err.message : "The request signature is not valid.");
+            goto out;
+        }
+        if (auth.payload_mode == FL_PAYLOAD_SHA256 && strcmp(auth.payload_sha256, hash) != 0) {
+            fl_http_set_op(c, "Unauthenticated");
+            front_error(&r, rest, 400, "BadRequestException",
+                        "The provided 'x-amz-content-sha256' header does not match the request body.");
+            goto out;
+        }
+        if (auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED) {
+            fl_http_set_op(c, "Invalid");
+            front_error(&r, rest, 400, "BadRequestException", "Streaming payloads are not accepted here.");
+            goto out;
+        }
+        r.principal = auth.akid;
+    } else if (!cfg->insecure_no_auth) {
+        fl_http_set_op(c, "Unauthenticated");
+        front_error(&r, rest, rest ? 401 : 403, rest ? "NotAuthorizedException" : "ForbiddenException",
+                    "Requests must be signed with AWS Signature Version 4.");
+        goto out;
+    }
+
+    if (rest) fl_rest_handle(&r);
+    else fl_tables_handle(&r);
+out:
+    fl_buf_free(&body);
+}
+
+/* ---- ARNs ---- */
+
+void fl_arn_bucket(const fl_catalog_cfg_t *cfg, const char *name, char *out)
+{
+    if (snprintf(out, FL_ARN_MAX, cfg->aws_arns ? "arn:aws:s3tables:%s:%s:bucket/%s" : "acs:osstables:%s:%s:bucket/%s",
+                 cfg->region, cfg->account, name) >= FL_ARN_MAX)
+        out[0] = 0;
+}
+
+void fl_arn_table(const fl_catalog_cfg_t *cfg, const char *bucket, const char *id, char *out)
+{
+    char b[FL_ARN_MAX];
+    fl_arn_bucket(cfg, bucket, b);
+    if (snprintf(out, FL_ARN_MAX, "%s/table/%s", b, id) >= FL_ARN_MAX) out[0] = 0;
+}
+
+bool fl_arn_parse(const char *arn, char *bucket_out, char *table_id_out)
+{
+    static const char *const heads[] = { "acs:osstables:", "acs:osstable:", NULL };
+    const char *p = NULL;
+    for (int i = 0; heads[i] && !p; i++)
+        if (!strncmp(arn, heads[i], strlen(heads[i]))) p = arn + strlen(heads[i]);
+    if (!p && !strncmp(arn, "arn:aws", 7)) {
+        const char *q = arn + 7;
+        while (*q && *q != ':' && (*q == '-' || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))) q++;
+        if (!strncmp(q, ":s3tables:", 10)) p = q + 10;
+    }
+    if (!p) return false;
+    /* region:account:bucket/NAME[/table/ID] */
+    const char *c1 = strchr(p, ':');
+    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c1 || !c2 || strncmp(c2 + 1, "bucket/", 7) != 0) return false;
+    for (const char *q = c1 + 1; q < c2; q++)
+        if (*q < '0' || *q > '9') return false;
+    const char *name = c2 + 8;
+    size_t n = strcspn(name, "/");
+    if (n < 1 || n > 63) return false;
+    memcpy(bucket_out, name, n);
+    bucket_out[n] = 0;
+    const char *rest = name + n;
+    if (table_id_out) table_id_out[0] = 0;
+    if (!*rest) return true;
+    if (!table_id_out || strncmp(rest, "/table/", 7) != 0) return false;
+    size_t tl = strlen(rest + 7);
+    if (tl < 1 || tl > 39 || strchr(rest + 7, '/')) return false;
+    memcpy(table_id_out, rest + 7, tl + 1);
+    return true;
+}

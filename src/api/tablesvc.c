@@ -1,0 +1,238 @@
+/* Table service: warehouses on the data plane and metadata files.
+ *
+ * A table's warehouse is a bucket of floe's own object store named
+ * "{table id}--table-s3" (the suffix S3 Tables reserves), so engines write
+ * data and metadata through the ordinary S3 data plane. Metadata files are
+ * written with If-None-Match semantics (never overwritten) and are durable
+ * (fsynced, index committed) before any catalog pointer names them. */
+#include "api/tablesvc.h"
+#include "base/checksum.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/uuid.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define WAREHOUSE_SUFFIX "--table-s3"
+#define MAX_METADATA_BYTES (256LL * 1024 * 1024)
+
+/* s3://bucket/key -> bucket (64) and key pointer into location. */
+static bool split_location(const char *loc, char *bucket, const char **key)
+{
+    if (strncmp(loc, "s3://", 5) != 0) return false;
+    const char *b = loc + 5, *slash = strchr(b, '/');
+    if (!slash || slash == b || (size_t)(slash - b) > 63 || !slash[1]) return false;
+    memcpy(bucket, b, (size_t)(slash - b));
+    bucket[slash - b] = 0;
+    *key = slash + 1;
+    return true;
+}
+
+/* The warehouse bucket of a table: "s3://NAME" -> NAME (64 bytes). */
+static bool warehouse_bucket(const fl_table_t *t, char *wb)
+{
+    const char *p = t->warehouse;
+    if (strncmp(p, "s3://", 5) != 0) return false;
+    size_t n = strcspn(p + 5, "/");
+    if (n == 0 || n > 63 || p[5 + n]) return false;
+    memcpy(wb, p + 5, n);
+    wb[n] = 0;
+    return true;
+}
+
+static fl_err_t put_json(const fl_catalog_cfg_t *cfg, const char *bucket, const char *key, json_t *doc)
+{
+    char *text = json_dumps(doc, JSON_COMPACT);
+    if (!text) return FL_ERR_NOMEM;
+    size_t n = strlen(text);
+    fl_blob_w_t *w = NULL;
+    fl_err_t e = fl_blob_w_open(cfg->store, &w);
+    if (!e) e = fl_blob_w_write(w, text, n);
+    if (e) {
+        fl_blob_w_abort(w);
+        free(text);
+        return e;
+    }
+    unsigned char md5[16];
+    fl_md5(text, n, md5);
+    fl_obj_meta_t meta = { .size = (int64_t)n, .headers = "content-type: application/json\n" };
+    fl_hex(md5, 16, meta.etag);
+    fl_put_cond_t cond = { .if_none_match_star = true };
+    e = fl_store_put(cfg->store, w, bucket, key, strlen(key), &meta, &cond);
+    free(text);
+    return e;
+}
+
+fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+                                    json_t *metadata, char *location_out)
+{
+    char wb[64];
+    if (!warehouse_bucket(t, wb)) return FL_ERR_INVALID;
+    char id[37], key[128];
+    fl_uuid4(id);
+    snprintf(key, sizeof key, "metadata/%05ld-%s.metadata.json", seq < 0 ? 0 : seq, id);
+    fl_err_t e = put_json(cfg, wb, key, metadata);
+    if (!e) snprintf(location_out, FL_LOC_MAX, "s3://%s/%s", wb, key);
+    return e;
+}
+
+fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *location, json_t **out)
+{
+    char bucket[64];
+    const char *key;
+    *out = NULL;
+    if (!split_location(location, bucket, &key)) return FL_ERR_INVALID;
+    fl_obj_t *o = NULL;
+    fl_err_t e = fl_store_get(cfg->store, bucket, key, strlen(key), &o);
+    if (e == FL_ERR_NO_BUCKET) e = FL_ERR_NOT_FOUND;
+    if (e) return e;
+    char *buf = NULL;
+    if (o->meta.size > MAX_METADATA_BYTES) {
+        e = FL_ERR_TOO_LARGE;
+        goto out;
+    }
+    buf = malloc((size_t)o->meta.size + 1);
+    if (!buf) {
+        e = FL_ERR_NOMEM;
+        goto out;
+    }
+    int64_t pos = 0;
+    for (size_t i = 0; i < o->nsegs && !e; i++) {
+        int64_t done = 0;
+        while (done < o->segs[i].len) {
+            ssize_t k = pread(o->segs[i].fd, buf + pos, (size_t)(o->segs[i].len - done), done);
+            if (k <= 0) {
+                e = FL_ERR_IO;
+                break;
+            }
+            done += k;
+            pos += k;
+        }
+    }
+    if (e) goto out;
+    json_error_t jerr;
+    *out = json_loadb(buf, (size_t)pos, JSON_REJECT_DUPLICATES, &jerr);
+    if (!*out || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        e = FL_ERR_INVALID;
+    }
+out:
+    free(buf);
+    fl_obj_close(o);
+    return e;
+}
+
+bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location)
+{
+    size_t wl = strlen(t->warehouse), n = strlen(location);
+    if (n <= wl + 1 || strncmp(location, t->warehouse, wl) != 0 || location[wl] != '/') return false;
+    if (strstr(location + wl, "/../") || strstr(location + wl, "//")) return false;
+    static const char *const ends[] = { ".metadata.json", ".metadata.json.gz", NULL };
+    for (int i = 0; ends[i]; i++) {
+        size_t el = strlen(ends[i]);
+        if (n > el && !strcmp(location + n - el, ends[i])) return true;
+    }
+    return false;
+}
+
+/* Removes every object of a warehouse bucket, then the bucket. */
+static void purge_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
+{
+    for (int rounds = 0; rounds < 100000; rounds++) {
+        fl_list_res_t res = { 0 };
+        if (fl_store_list(cfg->store, wb, "", NULL, NULL, 1000, &res) != FL_OK) break;
+        for (size_t i = 0; i < res.nents; i++)
+            fl_store_delete(cfg->store, wb, res.ents[i].key, res.ents[i].keylen, NULL);
+        bool more = res.nents > 0;
+        fl_list_res_free(&res);
+        if (!more) break;
+    }
+    /* abandoned multipart uploads too */
+    for (int rounds = 0; rounds < 1000; rounds++) {
+        fl_upload_info_t *u = NULL;
+        size_t n = 0;
+        bool trunc = false;
+        if (fl_store_mpu_list(cfg->store, wb, "", NULL, NULL, 1000, &u, &n, &trunc) != FL_OK) break;
+        for (size_t i = 0; i < n; i++) fl_store_mpu_abort(cfg->store, wb, u[i].key, u[i].keylen, u[i].upload_id);
+        fl_upload_infos_free(u, n);
+        if (!n) break;
+    }
+    fl_err_t e = fl_store_bucket_delete(cfg->store, wb);
+    if (e && e != FL_ERR_NO_BUCKET) fl_warn("tables: could not remove warehouse %s: %s", wb, fl_err_str(e));
+}
+
+fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, const char *ns,
+                            const char *name, const char *principal, json_t *metadata,
+                            fl_table_t *out, const char **why)
+{
+    fl_table_t t;
+    memset(&t, 0, sizeof t);
+    *why = NULL;
+    fl_uuid4(t.id);
+    char wb[64];
+    snprintf(wb, sizeof wb, "%s" WAREHOUSE_SUFFIX, t.id);
+    snprintf(t.bucket, sizeof t.bucket, "%s", bucket);
+    snprintf(t.ns, sizeof t.ns, "%s", ns);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    snprintf(t.warehouse, sizeof t.warehouse, "s3://%s", wb);
+    snprintf(t.type, sizeof t.type, "customer");
+    snprintf(t.format, sizeof t.format, "ICEBERG");
+    snprintf(t.kind, sizeof t.kind, "table");
+    snprintf(t.owner, sizeof t.owner, "%s", cfg->account);
+    snprintf(t.created_by, sizeof t.created_by, "%s", principal ? principal : "anonymous");
+    snprintf(t.modified_by, sizeof t.modified_by, "%s", t.created_by);
+    fl_arn_table(cfg, bucket, t.id, t.arn);
+
+    /* fail early (and leave nothing) when the namespace is missing or the name taken */
+    fl_namespace_t nsrow = { 0 };
+    fl_err_t e = fl_catalog_ns_get(cfg->cat, bucket, ns, &nsrow);
+    fl_namespace_free(&nsrow);
+    if (e) {
+        *why = e == FL_ERR_NOT_FOUND ? "The specified namespace does not exist." : NULL;
+        return e;
+    }
+    fl_table_t existing;
+    if (fl_catalog_table_get(cfg->cat, bucket, ns, name, &existing) == FL_OK) {
+        *why = "A table or view with this name already exists.";
+        return FL_ERR_EXISTS;
+    }
+
+    e = fl_store_bucket_create(cfg->store, wb);
+    if (e) {
+        *why = "Could not create the table's warehouse.";
+        return e == FL_ERR_EXISTS ? FL_ERR_IO : e;
+    }
+    if (metadata) {
+        json_object_set_new(metadata, "location", json_string(t.warehouse));
+        e = fl_tablesvc_write_metadata(cfg, &t, 0, metadata, t.metadata_location);
+        if (e) {
+            *why = "Could not write the table's first metadata file.";
+            goto fail;
+        }
+    }
+    e = fl_catalog_table_create(cfg->cat, &t);
+    if (e) {
+        if (e == FL_ERR_EXISTS) *why = "A table or view with this name already exists.";
+        else if (e == FL_ERR_NOT_FOUND) *why = "The specified namespace does not exist.";
+        goto fail;
+    }
+    if (out) *out = t;
+    return FL_OK;
+fail:
+    purge_warehouse(cfg, wb);
+    return e;
+}
+
+fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge)
+{
+    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, NULL);
+    if (e) return e;
+    if (purge) {
+        char wb[64];
+        if (warehouse_bucket(t, wb)) purge_warehouse(cfg, wb);
+    }
+    return FL_OK;
+}

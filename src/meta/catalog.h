@@ -1,0 +1,134 @@
+/* Catalog store: table buckets, namespaces, tables and views, and the small
+ * JSON documents attached to them (policies, maintenance configuration,
+ * encryption, tags). The S3 Tables control plane and the Iceberg REST catalog
+ * are two views of these rows.
+ *
+ * Embedded backend: SQLite (WAL, versioned migrations) in DATA_DIR/catalog.db.
+ * A table's pointer (metadata_location, version_token) moves only through a
+ * compare-and-swap on version_token, in one transaction (BEGIN IMMEDIATE), so
+ * exactly one of two racing commits wins. Thread-safe; calls block (SQLite). */
+#ifndef FL_META_CATALOG_H
+#define FL_META_CATALOG_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "base/err.h"
+
+typedef struct fl_catalog fl_catalog_t;
+
+/* Opens (creating and migrating) the catalog database at path. NULL on error (logged). */
+fl_catalog_t *fl_catalog_open(const char *path);
+void fl_catalog_close(fl_catalog_t *c);
+
+#define FL_NAME_MAX 256
+#define FL_ARN_MAX 512
+#define FL_LOC_MAX 2048
+
+typedef struct fl_tbucket {
+    char name[64];
+    char arn[FL_ARN_MAX];
+    char owner[64];            /* account id */
+    char id[40];               /* uuid */
+    int64_t created_ms;
+} fl_tbucket_t;
+
+typedef struct fl_namespace {
+    char bucket[64];
+    char name[FL_NAME_MAX];
+    char id[40];
+    char owner[64];
+    char created_by[64];
+    int64_t created_ms;
+    char *properties;          /* JSON object text (owned; "{}" when none) */
+} fl_namespace_t;
+
+typedef struct fl_table {
+    char bucket[64];
+    char ns[FL_NAME_MAX];
+    char name[FL_NAME_MAX];
+    char id[40];                          /* uuid; also the tail of the table ARN */
+    char arn[FL_ARN_MAX];
+    char type[16];                        /* "customer" */
+    char format[16];                      /* "ICEBERG" */
+    char kind[8];                         /* "table" or "view" */
+    char warehouse[FL_LOC_MAX];           /* "s3://{warehouse-bucket}" */
+    char metadata_location[FL_LOC_MAX];   /* "" when none yet */
+    char version_token[40];
+    char owner[64];
+    char created_by[64];
+    char modified_by[64];
+    int64_t created_ms;
+    int64_t modified_ms;
+} fl_table_t;
+
+/* ---- table buckets ---- */
+fl_err_t fl_catalog_bucket_create(fl_catalog_t *c, fl_tbucket_t *b);   /* fills id, created_ms; FL_ERR_EXISTS */
+fl_err_t fl_catalog_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *out); /* FL_ERR_NOT_FOUND */
+/* Buckets whose name starts with prefix and sorts after `after` (NULL = start), at most max;
+ * *more says whether more follow. *out malloc'd (free()). Every list: max < 1 is FL_ERR_INVALID. */
+fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char *after, int max,
+                                fl_tbucket_t **out, size_t *n, bool *more);
+/* FL_ERR_NOT_FOUND, FL_ERR_NOT_EMPTY (namespaces remain). Deletes its attached documents. */
+fl_err_t fl_catalog_bucket_delete(fl_catalog_t *c, const char *name);
+
+/* ---- namespaces (single level) ---- */
+fl_err_t fl_catalog_ns_create(fl_catalog_t *c, fl_namespace_t *ns);  /* fills id, created_ms; FL_ERR_EXISTS, FL_ERR_NO_BUCKET */
+fl_err_t fl_catalog_ns_get(fl_catalog_t *c, const char *bucket, const char *name, fl_namespace_t *out);
+fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *prefix, const char *after,
+                            int max, fl_namespace_t **out, size_t *n, bool *more);
+/* Replaces the properties JSON object. FL_ERR_NOT_FOUND. */
+fl_err_t fl_catalog_ns_set_properties(fl_catalog_t *c, const char *bucket, const char *name,
+                                      const char *properties_json);
+fl_err_t fl_catalog_ns_delete(fl_catalog_t *c, const char *bucket, const char *name); /* FL_ERR_NOT_EMPTY */
+void fl_namespace_free(fl_namespace_t *ns);          /* frees properties, not ns */
+void fl_namespaces_free(fl_namespace_t *ns, size_t n);
+
+/* ---- tables and views (kind "table" / "view") ---- */
+/* Creates a row (fills id if empty, version_token, created/modified). FL_ERR_EXISTS (a table or
+ * view of that name exists), FL_ERR_NOT_FOUND (no namespace), FL_ERR_NO_BUCKET. Empty fields
+ * default: arn "{bucket arn}/table/{id}", type "customer", format "ICEBERG", kind "table",
+ * modified_by = created_by. */
+fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t);
+fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                              fl_table_t *out);                     /* FL_ERR_NOT_FOUND */
+fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out);
+/* Tables (or views, by kind) in bucket, optionally in one namespace (ns NULL = all), name prefix,
+ * ordered by (namespace, name), after the pair (after_ns, after_name) (NULLs = start). */
+fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *ns, const char *kind,
+                               const char *prefix, const char *after_ns, const char *after_name,
+                               int max, fl_table_t **out, size_t *n, bool *more);
+
+/* One pointer move: if the table's version_token equals expect_token (NULL = don't check),
+ * set metadata_location and a new version_token (written to new_token_out, 40 bytes).
+ * FL_ERR_CONFLICT on a token mismatch, FL_ERR_NOT_FOUND if the table is gone. */
+typedef struct fl_table_swap {
+    const char *bucket, *ns, *name;
+    const char *expect_token;
+    const char *new_location;
+    const char *modified_by;
+    char new_token_out[40];
+} fl_table_swap_t;
+/* Applies every swap or none, in one transaction (multi-table commits). On failure every
+ * new_token_out is "". modified_by NULL keeps the previous one. */
+fl_err_t fl_catalog_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n);
+
+/* Renames/moves (new namespace must exist). expect_token as above. FL_ERR_EXISTS, FL_ERR_NOT_FOUND,
+ * FL_ERR_CONFLICT. */
+fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                 const char *new_ns, const char *new_name, const char *expect_token);
+/* Deletes the row (and its attached documents). expect_token as above. */
+fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                 const char *expect_token);
+
+/* ---- attached documents: (resource ARN, kind) -> JSON text ----
+ * kinds: "policy", "maintenance:icebergCompaction", "maintenance:icebergSnapshotManagement",
+ * "maintenance:icebergUnreferencedFileRemoval", "encryption", "tags", "storage-class", ... */
+fl_err_t fl_catalog_doc_put(fl_catalog_t *c, const char *arn, const char *kind, const char *json);
+/* *json_out malloc'd; FL_ERR_NOT_FOUND when absent. */
+fl_err_t fl_catalog_doc_get(fl_catalog_t *c, const char *arn, const char *kind, char **json_out);
+fl_err_t fl_catalog_doc_delete(fl_catalog_t *c, const char *arn, const char *kind); /* FL_ERR_NOT_FOUND */
+/* All documents of arn whose kind starts with kind_prefix: parallel arrays, malloc'd. */
+fl_err_t fl_catalog_doc_list(fl_catalog_t *c, const char *arn, const char *kind_prefix,
+                             char ***kinds, char ***jsons, size_t *n);
+
+#endif
