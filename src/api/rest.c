@@ -917,7 +917,7 @@ static void h_drop_table(rctx_t *x)
     pthread_once(&stripes_once, stripes_init);
     pthread_mutex_t *mu = &stripes[stripe_of(x->bucket, x->ns, x->name)];
     pthread_mutex_lock(mu);
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, purge);
+    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, purge, NULL);
     pthread_mutex_unlock(mu);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -1526,7 +1526,7 @@ static void h_drop_view(rctx_t *x)
     fl_http_set_op(x->r->c, "dropView");
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, true, &t, true)) return;
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, true);
+    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, true, NULL);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchViewException", "The specified view does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);

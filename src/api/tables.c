@@ -1569,10 +1569,8 @@ static void op_delete_table(treq_t *t)
     fl_table_t tb;
     const char *token = qget(t, "versionToken");
     if (!load_table_path(t, NULL, &tb)) return;
-    /* fl_tablesvc_drop takes no token: the guard is checked here, just before the drop */
-    if (token && strcmp(token, tb.version_token) != 0)
-        return fail(t, "ConflictException", STALE_TOKEN);
-    fl_err_t e = fl_tablesvc_drop(t->cfg, &tb, true);
+    fl_err_t e = fl_tablesvc_drop(t->cfg, &tb, true, token);
+    if (e == FL_ERR_CONFLICT) return fail(t, "ConflictException", STALE_TOKEN);
     if (e == FL_ERR_NOT_FOUND) return fail(t, "NotFoundException", "The specified table does not exist.");
     if (e) return fail_err(t, e, NULL);
     reply(t, 204, NULL);

@@ -34,6 +34,8 @@ fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *loca
  * (".metadata.json" or ".metadata.json.gz"). */
 bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location);
 
-/* Drops a table's row; with purge, also every object of its warehouse and the bucket. */
-fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge);
+/* Drops a table's row (compare-and-swap on expect_token unless NULL: FL_ERR_CONFLICT);
+ * with purge, then every object of its warehouse and the bucket. */
+fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
+                          const char *expect_token);
 #endif

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# bench/catalog.sh: floe's Iceberg REST catalog: loadTable req/s with 1, 8 and
+# 16 clients, and append commits/s on one table with 1, 4 and 8 clients; p50
+# and p99 latency; CPU of floe, of the load generator and of everything else.
+# See bench/README.md ("Catalog benchmark"). Usage: bash bench/catalog.sh
+#
+# Environment (all optional):
+#   BENCH_SECONDS=4          length of one timed run
+#   BENCH_RUNS=3             runs per figure; the median is reported
+#   CATALOG_LOAD_SNAPSHOTS=50  snapshots committed to the loadTable table first
+#   BENCH_TMPDIR=bench/out   where the data dir goes (a real disk, not tmpfs)
+#   FLOE_BIN=build/floe
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=$ROOT/bench/.cache
+RUN_SECONDS=${BENCH_SECONDS:-4}
+RUNS=${BENCH_RUNS:-3}
+LOAD_SNAPSHOTS=${CATALOG_LOAD_SNAPSHOTS:-50}
+FLOE_BIN=${FLOE_BIN:-$ROOT/build/floe}
+LOADGEN=$CACHE/bin/catalogload
+ACCESS_KEY=benchadmin
+SECRET_KEY=bench-secret-key-0123456789
+BUDGET_S=240 # no new runs after this many seconds (whole script < 5 min)
+
+START_TS=$(date +%s)
+LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=$ROOT/bench/out/catalog-$STAMP
+mkdir -p "$OUT" "$CACHE/bin"
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+mkdir -p "${BENCH_TMPDIR:-$ROOT/bench/out}"
+DATA=$(mktemp -d -p "${BENCH_TMPDIR:-$ROOT/bench/out}" data.XXXXXX)
+
+log() { printf '[catalog %3ds] %s\n' "$(($(date +%s) - START_TS))" "$*" >&2; }
+elapsed() { echo $(($(date +%s) - START_TS)); }
+
+FLOE_PID=
+cleanup() {
+    if [ -n "$FLOE_PID" ] && kill -0 "$FLOE_PID" 2>/dev/null; then
+        kill -TERM "$FLOE_PID" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$FLOE_PID" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$FLOE_PID" 2>/dev/null || true
+    fi
+    [ -n "$FLOE_PID" ] && wait "$FLOE_PID" 2>/dev/null || true
+    rm -rf "$DATA"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+pick_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 20000))
+        if port_free "$p"; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+
+# ---------- build (the load generator does not depend on src/) ----------
+if [ ! -x "$LOADGEN" ] || [ "$ROOT/bench/catalogload.c" -nt "$LOADGEN" ]; then
+    log "building catalogload"
+    gcc -O2 -g -Wall -Wextra -Werror -std=gnu17 "$ROOT/bench/catalogload.c" -o "$LOADGEN" \
+        -lcrypto -lpthread
+fi
+if [ ! -x "$FLOE_BIN" ]; then
+    log "building floe"
+    make -C "$ROOT" build >&2
+fi
+
+# ---------- floe ----------
+P1=$(pick_port)
+P2=$(pick_port)
+while [ "$P2" = "$P1" ]; do P2=$(pick_port); done
+log "starting floe: S3 127.0.0.1:$P1, catalog 127.0.0.1:$P2"
+FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
+    "$FLOE_BIN" serve --data-dir "$DATA" --s3-listen "127.0.0.1:$P1" \
+    --catalog-listen "127.0.0.1:$P2" --access-log false >"$OUT/floe.log" 2>&1 &
+FLOE_PID=$!
+ENDPOINT=http://127.0.0.1:$P2
+ready=0
+for _ in $(seq 300); do
+    kill -0 "$FLOE_PID" 2>/dev/null || break
+    if [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$ENDPOINT/health" || true)" = 200 ]; then
+        ready=1
+        break
+    fi
+    sleep 0.1
+done
+[ "$ready" = 1 ] || { log "floe did not start (see $OUT/floe.log)"; cat "$OUT/floe.log" >&2; exit 1; }
+
+LG=("$LOADGEN" --endpoint "$ENDPOINT" --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY"
+    --bucket bench --namespace bench --server-pid "$FLOE_PID")
+
+# the loadTable table: created, then LOAD_SNAPSHOTS appends so its metadata is not trivial
+"${LG[@]}" --table t --setup-only 2>>"$OUT/catalogload.err"
+if [ "$LOAD_SNAPSHOTS" -gt 0 ]; then
+    "${LG[@]}" --table t --op commit --clients 1 --requests "$LOAD_SNAPSHOTS" --label prefill \
+        >>"$OUT/prefill.jsonl" 2>>"$OUT/catalogload.err"
+fi
+
+# ---------- figures ----------
+# name|op|clients|unit|target
+FIGURES=(
+    "loadTable, 1 client|load|1|req/s|10000"
+    "loadTable, 8 clients|load|8|req/s|10000"
+    "loadTable, 16 clients|load|16|req/s|10000"
+    "append commit, 1 client|commit|1|commits/s|200"
+    "append commit, 4 clients|commit|4|commits/s|200"
+    "append commit, 8 clients|commit|8|commits/s|200"
+)
+P99_MAX_LOAD=5 # ms, loadTable
+
+jget() { sed -n "s/.*\"$1\":\\([-0-9.]*\\).*/\\1/p"; }
+
+for i in "${!FIGURES[@]}"; do
+    IFS='|' read -r name op clients unit target <<<"${FIGURES[$i]}"
+    for r in $(seq "$RUNS"); do
+        if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
+            log "time budget reached: skipping '$name' run $r"
+            continue
+        fi
+        table=t
+        # every commit run starts from a new, empty table (metadata grows with each append)
+        [ "$op" = commit ] && table=c${clients}r$r
+        line=$(timeout $((RUN_SECONDS + 60)) "${LG[@]}" --table "$table" --op "$op" \
+            --clients "$clients" --seconds "$RUN_SECONDS" --label "$i|$r" \
+            2>>"$OUT/catalogload.err") || true
+        if [ -z "$line" ]; then
+            log "'$name' run $r: no result (see $OUT/catalogload.err)"
+            continue
+        fi
+        echo "$line" >>"$RESULTS"
+        log "$name run $r: $(echo "$line" | jget req_s) $unit (p50 $(echo "$line" | jget p50_ms) ms," \
+            "p99 $(echo "$line" | jget p99_ms) ms; conflicts $(echo "$line" | jget conflicts);" \
+            "errors $(echo "$line" | jget errors); cpu s: floe $(echo "$line" | jget server_cpu_s)," \
+            "client $(echo "$line" | jget client_cpu_s), other $(echo "$line" | jget other_cpu_s))"
+    done
+done
+PEAK_RSS=$(awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$FLOE_PID/status" 2>/dev/null || echo "?")
+cleanup
+FLOE_PID=
+
+# ---------- report ----------
+GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || GIT_REV="$GIT_REV+dirty"
+FSTYPE=$(df -T "${BENCH_TMPDIR:-$ROOT/bench/out}" | awk 'NR==2 {print $2" on "$1}')
+LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
+{
+    echo "floe catalog benchmark  $STAMP"
+    echo "machine : $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); data dir on $FSTYPE"
+    echo "server  : floe $GIT_REV serve --access-log false, catalog port 127.0.0.1, SQLite catalog (WAL, synchronous=FULL)"
+    echo "client  : bench/catalogload, one thread + one keep-alive HTTP/1.1 connection per client, SigV4 's3tables'"
+    echo "          (body SHA-256 signed), 1 untimed loadTable per client, then all start at a barrier"
+    echo "load    : GET /iceberg/v1/{arn}/namespaces/bench/tables/t; the table has $LOAD_SNAPSHOTS snapshots (metadata ${LOAD_META:-?} bytes)"
+    echo "commit  : POST append (assert-ref-snapshot-id main + add-snapshot + set-snapshot-ref) to one table,"
+    echo "          new empty table per run; on 409 the client reloads (GET) and retries; value = successful commits/s;"
+    echo "          p50/p99 = successful POST; e2e = first attempt to success (conflicts and retries included)"
+    echo "runs    : $RUNS x ${RUN_SECONDS}s per figure, median; load average at start $LOAD_AT_START"
+    echo
+    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | paste -sd'#')" -v p99max="$P99_MAX_LOAD" -v ncpu="$(nproc)" '
+        function get(l, k) { return match(l, "\"" k "\":[-0-9.]+") ? substr(l, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : "" }
+        function med(key,   n, i, j, t, a) {
+            if (vals[key] == "") return ""
+            n = split(vals[key], a, " ")
+            for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+        }
+        function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
+        {
+            if (!match($0, /"label":"[^"]*"/)) next
+            split(substr($0, RSTART + 9, RLENGTH - 10), lb, "|")
+            k = lb[1]; secs = get($0, "seconds")
+            if (get($0, "errors") != 0 || get($0, "ops") == 0 || secs <= 0) { bad[k]++; next }
+            add(k "|v", get($0, "req_s")); add(k "|p50", get($0, "p50_ms")); add(k "|p99", get($0, "p99_ms"))
+            add(k "|e50", get($0, "e2e_p50_ms")); add(k "|e99", get($0, "e2e_p99_ms"))
+            add(k "|cf", get($0, "conflicts") / secs); add(k "|mb", get($0, "resp_bytes") / 1024)
+            add(k "|srv", get($0, "server_cpu_s") / secs); add(k "|cli", get($0, "client_cpu_s") / secs)
+            add(k "|oth", get($0, "other_cpu_s") / secs)
+        }
+        END {
+            n = split(names, nm, "#")
+            printf "%-26s %10s %9s %9s %-22s %s\n", "figure", "value", "p50 ms", "p99 ms", "target", "verdict"
+            for (i = 1; i <= n; i++) {
+                split(nm[i], f, "|"); k = i - 1
+                v = med(k "|v"); p50 = med(k "|p50"); p99 = med(k "|p99")
+                load = (f[2] == "load")
+                tgt = load ? sprintf(">= %d, p99 < %d ms", f[5], p99max) : sprintf(">= %d", f[5])
+                if (v == "") verdict = "NO DATA"
+                else {
+                    verdict = "ok"
+                    if (v + 0 < f[5] + 0) verdict = "BELOW TARGET"
+                    if (load && p99 + 0 >= p99max) verdict = (verdict == "ok") ? "P99 ABOVE TARGET" : verdict ", P99 ABOVE TARGET"
+                }
+                if (bad[k]) verdict = verdict " (" bad[k] " run(s) with errors left out)"
+                printf "%-26s %10s %9s %9s %-22s %s\n", f[1] " (" f[4] ")", (v == "" ? "n/a" : sprintf("%.0f", v)),
+                       (p50 == "" ? "n/a" : sprintf("%.2f", p50)), (p99 == "" ? "n/a" : sprintf("%.2f", p99)), tgt, verdict
+            }
+            printf "\nper figure, medians over runs: CPU cores busy in the timed window (floe / catalogload / other processes);\n"
+            printf "commits: conflicts (409) per second, end-to-end p50/p99 (ms), metadata size at the end of the run (KiB)\n"
+            printf "%-26s %-17s %10s %14s %10s\n", "", "floe/cli/oth", "409/s", "e2e p50/p99", "meta KiB"
+            for (i = 1; i <= n; i++) {
+                split(nm[i], f, "|"); k = i - 1
+                a = med(k "|srv"); b = med(k "|cli"); c = med(k "|oth")
+                if (c != "" && c > maxoth) maxoth = c
+                cores = (a == "") ? "n/a" : sprintf("%.2f/%.2f/%.2f", a, b, c)
+                if (f[2] == "commit" && med(k "|v") != "")
+                    printf "%-26s %-17s %10.0f %14s %10.0f\n", f[1], cores, med(k "|cf"),
+                           sprintf("%.1f/%.1f", med(k "|e50"), med(k "|e99")), med(k "|mb")
+                else
+                    printf "%-26s %-17s %10s %14s %10s\n", f[1], cores, "", "", (med(k "|mb") == "" ? "" : sprintf("%.1f", med(k "|mb")))
+            }
+            if (maxoth > 0.25)
+                printf "WARNING: other processes used up to %.2f of the %d cores during some figures: those figures are\n" \
+                       "         understated; rerun on a quiet machine for reference numbers.\n", maxoth, ncpu
+        }' "$RESULTS"
+    echo "floe peak RSS (VmHWM): ${PEAK_RSS} MiB"
+    echo
+    echo "raw results: $RESULTS; floe log: $OUT/floe.log; total $(elapsed)s"
+} | tee "$OUT/table.txt"
