@@ -7,6 +7,7 @@
  * bases come from storage and requests from clients (and from the fuzzer). */
 #include "iceberg/metadata_int.h"
 #include "base/time.h"
+#include "base/uuid.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -105,34 +106,7 @@ bool ice_is_uuid(const char *s)
     return true;
 }
 
-void fl_iceberg_uuid4(char out[37])
-{
-    unsigned char b[16];
-    size_t got = 0;
-    while (got < sizeof b) {
-        ssize_t r = getrandom(b + got, sizeof b - got, 0);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-    }
-    if (got < sizeof b) { /* no entropy source: still unique enough per process */
-        uint64_t x = (uint64_t)fl_now_ms() ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)out;
-        for (size_t i = got; i < sizeof b; i++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            b[i] = (unsigned char)(x >> 56);
-        }
-    }
-    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
-    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    static const char hex[] = "0123456789abcdef";
-    char *p = out;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10) *p++ = '-';
-        *p++ = hex[b[i] >> 4];
-        *p++ = hex[b[i] & 15];
-    }
-    *p = 0;
-}
+void fl_iceberg_uuid4(char out[37]) { fl_uuid4(out); }
 
 void ice_clear_current_snapshot(json_t *md)
 {

@@ -23,6 +23,7 @@
  * the prefix's successor. With no prefix the upper bound is an empty BLOB,
  * which sorts after every TEXT value. Names compare bytewise (BINARY). */
 #include "meta/catalog.h"
+#include "base/uuid.h"
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -153,39 +154,11 @@ struct fl_catalog {
 
 /* ---- small helpers ---- */
 
-static void rand_bytes(unsigned char *p, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = getrandom(p + got, n - got, 0);
-        if (k < 0) {
-            if (errno == EINTR) continue;
-            fl_error("catalog: getrandom: %s", strerror(errno));
-            abort();
-        }
-        got += (size_t)k;
-    }
-}
-
 /* 32 random hex chars. */
-static void new_token(char out[40])
-{
-    unsigned char r[16];
-    rand_bytes(r, sizeof r);
-    fl_hex(r, sizeof r, out);
-}
+static void new_token(char out[40]) { fl_random_hex(out, 32); }
 
 /* Random (version 4) UUID, lower-case, 36 chars. */
-static void new_uuid(char out[40])
-{
-    unsigned char r[16];
-    char h[33];
-    rand_bytes(r, sizeof r);
-    r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
-    r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-    fl_hex(r, sizeof r, h);
-    snprintf(out, 40, "%.8s-%.4s-%.4s-%.4s-%.12s", h, h + 8, h + 12, h + 16, h + 20);
-}
+static void new_uuid(char out[40]) { fl_uuid4(out); }
 
 static void col_copy(sqlite3_stmt *st, int i, char *out, size_t n)
 {
