@@ -101,6 +101,14 @@ if [ "$LOAD_SNAPSHOTS" -gt 0 ]; then
         >>"$OUT/prefill.jsonl" 2>>"$OUT/catalogload.err"
 fi
 
+# ---------- commit cost against table size (one table, batches of 100 appends) ----------
+SCALE_BATCHES=${CATALOG_SCALE_BATCHES:-6}
+: >"$OUT/scale.jsonl"
+for b in $(seq "$SCALE_BATCHES"); do
+    timeout 60 "${LG[@]}" --table scale --op commit --clients 1 --requests 100 --label "scale|$b" \
+        >>"$OUT/scale.jsonl" 2>>"$OUT/catalogload.err" || log "scale batch $b failed"
+done
+
 # ---------- figures ----------
 # name|op|clients|unit|target
 FIGURES=(
@@ -182,7 +190,7 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
         }
         END {
             n = split(names, nm, "#")
-            printf "%-26s %10s %9s %9s %-22s %s\n", "figure", "value", "p50 ms", "p99 ms", "target", "verdict"
+            printf "%-36s %8s %8s %8s %-21s %s\n", "figure", "value", "p50 ms", "p99 ms", "target", "verdict"
             for (i = 1; i <= n; i++) {
                 split(nm[i], f, "|"); k = i - 1
                 v = med(k "|v"); p50 = med(k "|p50"); p99 = med(k "|p99")
@@ -195,7 +203,7 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
                     if (load && p99 + 0 >= p99max) verdict = (verdict == "ok") ? "P99 ABOVE TARGET" : verdict ", P99 ABOVE TARGET"
                 }
                 if (bad[k]) verdict = verdict " (" bad[k] " run(s) with errors left out)"
-                printf "%-26s %10s %9s %9s %-22s %s\n", f[1] " (" f[4] ")", (v == "" ? "n/a" : sprintf("%.0f", v)),
+                printf "%-36s %8s %8s %8s %-21s %s\n", f[1] " (" f[4] ")", (v == "" ? "n/a" : sprintf("%.0f", v)),
                        (p50 == "" ? "n/a" : sprintf("%.2f", p50)), (p99 == "" ? "n/a" : sprintf("%.2f", p99)), tgt, verdict
             }
             printf "\nper figure, medians over runs: CPU cores busy in the timed window (floe / catalogload / other processes);\n"
@@ -216,6 +224,13 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
                 printf "WARNING: other processes used up to %.2f of the %d cores during some figures: those figures are\n" \
                        "         understated; rerun on a quiet machine for reference numbers.\n", maxoth, ncpu
         }' "$RESULTS"
+    echo
+    echo "commit cost against table size: 1 client, one table, consecutive batches of 100 appends"
+    printf '%-12s %10s %8s %8s %12s %16s\n' "snapshots" "commits/s" "p50 ms" "p99 ms" "meta KiB" "floe CPU ms/commit"
+    awk -F'[,:]' '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1)
+        printf "%5d-%-6d %10.0f %8.2f %8.2f %12.0f %16.2f\n", (NR - 1) * 100, NR * 100, v["\"req_s\""], v["\"p50_ms\""],
+               v["\"p99_ms\""], v["\"resp_bytes\""] / 1024, v["\"server_cpu_s\""] * 1000 / (v["\"ops\""] > 0 ? v["\"ops\""] : 1) }' "$OUT/scale.jsonl"
+    echo
     echo "floe peak RSS (VmHWM): ${PEAK_RSS} MiB"
     echo
     echo "raw results: $RESULTS; floe log: $OUT/floe.log; total $(elapsed)s"

@@ -39,6 +39,8 @@
 #define ERRLEN 512
 #define MCACHE_N 256
 #define MCACHE_BYTES (256u * 1024 * 1024)
+/* an entry holds the text and the parsed tree, which jansson makes several times larger */
+#define MCACHE_COST(len) ((len) * 8)
 #define STRIPES 64
 
 typedef struct rctx {
@@ -135,7 +137,7 @@ static void mc_drop_slot(int i)
 {
     ment_t *e = mc[i];
     mc[i] = NULL;
-    mc_bytes -= e->len;
+    mc_bytes -= MCACHE_COST(e->len);
     e->live = false;
     if (e->refs == 0) ment_free(e);
 }
@@ -158,6 +160,19 @@ static ment_t *mc_get(const char *loc)
     return found;
 }
 
+/* Drops loc's entry, if cached: a table's replaced version is rarely read again. */
+static void mc_forget(const char *loc)
+{
+    uint64_t h = fnv(loc);
+    pthread_mutex_lock(&mc_lock);
+    for (int i = 0; i < MCACHE_N; i++)
+        if (mc[i] && mc[i]->h == h && !strcmp(mc[i]->loc, loc)) {
+            mc_drop_slot(i);
+            break;
+        }
+    pthread_mutex_unlock(&mc_lock);
+}
+
 static void mc_release(ment_t *e)
 {
     if (!e) return;
@@ -167,11 +182,12 @@ static void mc_release(ment_t *e)
     if (dead) ment_free(e);
 }
 
-/* Caches meta (a reference is taken) under loc; returns the entry held once by the
- * caller, or NULL if meta cannot be serialised. */
-static ment_t *mc_put(const char *loc, json_t *meta)
+/* Caches meta (a reference is taken) with its serialisation text (owned from here;
+ * NULL = serialise now) under loc; returns the entry held once by the caller, or
+ * NULL if meta cannot be serialised. */
+static ment_t *mc_put_text(const char *loc, json_t *meta, char *text)
 {
-    char *text = json_dumps(meta, JSON_COMPACT);
+    if (!text) text = json_dumps(meta, JSON_COMPACT);
     if (!text) return NULL;
     ment_t *e = fl_calloc(1, sizeof *e);
     e->loc = fl_strdup(loc);
@@ -187,7 +203,7 @@ static ment_t *mc_put(const char *loc, json_t *meta)
         if (mc[i] && mc[i]->h == e->h && !strcmp(mc[i]->loc, loc)) mc_drop_slot(i);
         if (!mc[i] && slot < 0) slot = i;
     }
-    while (slot < 0 || mc_bytes + e->len > MCACHE_BYTES) {
+    while (slot < 0 || mc_bytes + MCACHE_COST(e->len) > MCACHE_BYTES) {
         int lru = -1;
         for (int i = 0; i < MCACHE_N; i++)
             if (mc[i] && (lru < 0 || mc[i]->tick < mc[lru]->tick)) lru = i;
@@ -195,16 +211,18 @@ static ment_t *mc_put(const char *loc, json_t *meta)
         mc_drop_slot(lru);
         if (slot < 0) slot = lru;
     }
-    if (slot >= 0 && e->len <= MCACHE_BYTES) {
+    if (slot >= 0 && MCACHE_COST(e->len) <= MCACHE_BYTES) {
         e->tick = ++mc_tick;
         mc[slot] = e;
-        mc_bytes += e->len;
+        mc_bytes += MCACHE_COST(e->len);
     } else {
         e->live = false;
     }
     pthread_mutex_unlock(&mc_lock);
     return e;
 }
+
+static ment_t *mc_put(const char *loc, json_t *meta) { return mc_put_text(loc, meta, NULL); }
 
 /* The metadata at t's pointer, held (release with mc_release). Renders the error. */
 static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
@@ -1073,6 +1091,7 @@ typedef struct change {
     fl_table_t row;
     ment_t *base;
     json_t *next;               /* new metadata (owned), NULL when unchanged */
+    char *text;                 /* next, serialised once: the file and the cache share it */
     char loc[FL_LOC_MAX];       /* written file */
     ment_t *done;               /* cache entry of the result */
 } change_t;
@@ -1133,7 +1152,10 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
         return 0;
     }
     ch->next = next;
-    fl_err_t e = fl_tablesvc_write_metadata(x->cfg, &ch->row, fl_iceberg_next_file_seq(next), next, ch->loc);
+    ch->text = json_dumps(next, JSON_COMPACT);
+    fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->cfg, &ch->row, fl_iceberg_next_file_seq(next),
+                                                            ch->text, ch->loc)
+                          : FL_ERR_NOMEM;
     if (e) {
         fl_warn("rest: writing metadata for %s.%s: %s", ch->ns, ch->name, fl_err_str(e));
         err(x, 503, "ServiceUnavailableException", "The new metadata file could not be written.");
@@ -1147,6 +1169,8 @@ static void change_reset(change_t *ch)
     mc_release(ch->base);
     mc_release(ch->done);
     json_decref(ch->next);
+    free(ch->text);
+    ch->text = NULL;
     ch->base = ch->done = NULL;
     ch->next = NULL;
     ch->loc[0] = 0;
@@ -1375,7 +1399,11 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
     }
     /* landed: only 200/204 from here */
     for (size_t i = 0; i < n; i++)
-        if (ch[i].next) ch[i].done = mc_put(ch[i].loc, ch[i].next);
+        if (ch[i].next) {
+            ch[i].done = mc_put_text(ch[i].loc, ch[i].next, ch[i].text);
+            ch[i].text = NULL;
+            mc_forget(ch[i].row.metadata_location);
+        }
     if (!single) {
         send_204(x);
     } else {

@@ -42,17 +42,15 @@ static bool warehouse_bucket(const fl_table_t *t, char *wb)
     return true;
 }
 
-static fl_err_t put_json(const fl_catalog_cfg_t *cfg, const char *bucket, const char *key, json_t *doc)
+static fl_err_t put_text(const fl_catalog_cfg_t *cfg, const char *bucket, const char *key,
+                         const char *text)
 {
-    char *text = json_dumps(doc, JSON_COMPACT);
-    if (!text) return FL_ERR_NOMEM;
     size_t n = strlen(text);
     fl_blob_w_t *w = NULL;
     fl_err_t e = fl_blob_w_open(cfg->store, &w);
     if (!e) e = fl_blob_w_write(w, text, n);
     if (e) {
         fl_blob_w_abort(w);
-        free(text);
         return e;
     }
     unsigned char md5[16];
@@ -60,21 +58,29 @@ static fl_err_t put_json(const fl_catalog_cfg_t *cfg, const char *bucket, const 
     fl_obj_meta_t meta = { .size = (int64_t)n, .headers = "content-type: application/json\n" };
     fl_hex(md5, 16, meta.etag);
     fl_put_cond_t cond = { .if_none_match_star = true };
-    e = fl_store_put(cfg->store, w, bucket, key, strlen(key), &meta, &cond);
-    free(text);
-    return e;
+    return fl_store_put(cfg->store, w, bucket, key, strlen(key), &meta, &cond);
 }
 
-fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
-                                    json_t *metadata, char *location_out)
+fl_err_t fl_tablesvc_write_metadata_text(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+                                         const char *text, char *location_out)
 {
     char wb[64];
     if (!warehouse_bucket(t, wb)) return FL_ERR_INVALID;
     char id[37], key[128];
     fl_uuid4(id);
     snprintf(key, sizeof key, "metadata/%05ld-%s.metadata.json", seq < 0 ? 0 : seq, id);
-    fl_err_t e = put_json(cfg, wb, key, metadata);
+    fl_err_t e = put_text(cfg, wb, key, text);
     if (!e) snprintf(location_out, FL_LOC_MAX, "s3://%s/%s", wb, key);
+    return e;
+}
+
+fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+                                    json_t *metadata, char *location_out)
+{
+    char *text = json_dumps(metadata, JSON_COMPACT);
+    if (!text) return FL_ERR_NOMEM;
+    fl_err_t e = fl_tablesvc_write_metadata_text(cfg, t, seq, text, location_out);
+    free(text);
     return e;
 }
 

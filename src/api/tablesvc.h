@@ -26,6 +26,10 @@ fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, con
 fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
                                     json_t *metadata, char *location_out);
 
+/* The same with metadata already serialised (text, NUL-terminated). */
+fl_err_t fl_tablesvc_write_metadata_text(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+                                         const char *text, char *location_out);
+
 /* Reads and parses the metadata file at an s3:// location on floe's data plane.
  * *out is a new reference. FL_ERR_NOT_FOUND, FL_ERR_INVALID (not JSON). */
 fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *location, json_t **out);

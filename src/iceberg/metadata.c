@@ -159,18 +159,21 @@ long fl_iceberg_next_file_seq(json_t *metadata)
 int fl_iceberg_metadata_unchanged(json_t *base, json_t *result)
 {
     if (!json_is_object(base) || !json_is_object(result)) return 0;
-    json_t *a = json_deep_copy(base), *b = json_deep_copy(result);
-    int same = 0;
-    if (a && b) {
-        json_object_del(a, "last-updated-ms");
-        json_object_del(b, "last-updated-ms");
-        json_object_del(a, "metadata-log");
-        json_object_del(b, "metadata-log");
-        same = json_equal(a, b);
+    /* every key but last-updated-ms and metadata-log equal, both ways; no copies */
+    const char *k;
+    json_t *v;
+    size_t skipped_a = 0, skipped_b = 0;
+    json_object_foreach(base, k, v) {
+        if (!strcmp(k, "last-updated-ms") || !strcmp(k, "metadata-log")) {
+            skipped_a++;
+            continue;
+        }
+        json_t *w = json_object_get(result, k);
+        if (!w || !json_equal(v, w)) return 0;
     }
-    json_decref(a);
-    json_decref(b);
-    return same;
+    json_object_foreach(result, k, v)
+        if (!strcmp(k, "last-updated-ms") || !strcmp(k, "metadata-log")) skipped_b++;
+    return json_object_size(base) - skipped_a == json_object_size(result) - skipped_b;
 }
 
 /* ---- types and schemas ------------------------------------------------------------------ */

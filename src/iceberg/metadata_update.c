@@ -670,14 +670,30 @@ static void normalize(upd_t *u)
 
 /* After removals: the snapshot log keeps only what follows the last entry whose snapshot is gone;
  * main and current-snapshot-id agree; v1 keeps its legacy fields in step. */
+static int cmp_int(const void *a, const void *b)
+{
+    json_int_t x = *(const json_int_t *)a, y = *(const json_int_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static void finish(upd_t *u, json_int_t base_updated, const char *prev_location)
 {
     json_t *md = u->md, *x, *snaps = json_object_get(md, "snapshots");
     json_t *log = arr(md, "snapshot-log");
-    size_t i, keep_from = 0;
+    size_t i, keep_from = 0, nids = 0;
     json_int_t id;
+    /* snapshot-log entries whose snapshot is gone are trimmed from the front; the ids
+     * are looked up in a sorted array (a linear search per entry is quadratic) */
+    json_int_t *ids = json_array_size(log) ? malloc((json_array_size(snaps) + 1) * sizeof *ids) : NULL;
+    if (ids)
+        json_array_foreach(snaps, i, x)
+            if (ice_get_int(x, "snapshot-id", &id)) ids[nids++] = id;
+    if (ids) qsort(ids, nids, sizeof *ids, cmp_int);
     json_array_foreach(log, i, x)
-        if (!ice_get_int(x, "snapshot-id", &id) || !ice_find_by_id(snaps, "snapshot-id", id)) keep_from = i + 1;
+        if (!ice_get_int(x, "snapshot-id", &id) ||
+            (ids ? !bsearch(&id, ids, nids, sizeof *ids, cmp_int) : !ice_find_by_id(snaps, "snapshot-id", id)))
+            keep_from = i + 1;
+    free(ids);
     for (i = 0; i < keep_from; i++) json_array_remove(log, 0);
 
     json_t *main = json_object_get(json_object_get(md, "refs"), "main");

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Fetch, from Maven Central only, everything tests/compat/run.sh needs:
+#   .cache/kafka-$KAFKA_VERSION/lib/        Kafka broker (KRaft) + Connect runtime, with runtime deps
+#   .cache/plugins/iceberg-$ICEBERG_VERSION/ the Kafka Connect plugin directory of the source
+#       document: iceberg-kafka-connect (+ -events), iceberg-aws-bundle, iceberg-aws,
+#       iceberg-parquet, hadoop-client-runtime, hadoop-client-api, failsafe, and their runtime deps.
+# Idempotent: a directory is rebuilt only when its generated pom changes.
+# Env: KAFKA_VERSION (3.9.2), ICEBERG_VERSIONS ("1.10.1 1.12.0"), HADOOP_VERSION (3.3.6),
+#      FAILSAFE_VERSION (3.3.2), M2_REPO (tests/compat/.cache/m2).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+CACHE="${COMPAT_CACHE:-$HERE/.cache}"
+KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
+ICEBERG_VERSIONS="${ICEBERG_VERSIONS:-1.10.1 1.12.0}"
+HADOOP_VERSION="${HADOOP_VERSION:-3.3.6}"
+FAILSAFE_VERSION="${FAILSAFE_VERSION:-3.3.2}"
+M2_REPO="${M2_REPO:-$CACHE/m2}"
+mkdir -p "$CACHE"
+
+dep() { # group artifact version [exclusion-group...]
+  local g=$1 a=$2 v=$3; shift 3
+  printf '    <dependency><groupId>%s</groupId><artifactId>%s</artifactId><version>%s</version>' "$g" "$a" "$v"
+  if [ $# -gt 0 ]; then
+    printf '<exclusions>'
+    for x in "$@"; do printf '<exclusion><groupId>%s</groupId><artifactId>*</artifactId></exclusion>' "$x"; done
+    printf '</exclusions>'
+  fi
+  printf '</dependency>\n'
+}
+
+pom() { # name deps-xml
+  cat <<P
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>floe.compat</groupId><artifactId>$1</artifactId><version>0</version><packaging>pom</packaging>
+  <dependencies>
+$2
+  </dependencies>
+</project>
+P
+}
+
+# resolve name outdir pom-text: copy runtime deps of the pom into outdir (skip when unchanged)
+resolve() {
+  local name=$1 out=$2 text=$3 work="$CACHE/poms/$1"
+  mkdir -p "$work"
+  if [ -f "$out/.pom" ] && [ "$(cat "$out/.pom")" = "$text" ] && [ -n "$(ls "$out"/*.jar 2>/dev/null)" ]; then
+    echo "fetch: $name cached ($(ls "$out"/*.jar | wc -l) jars in $out)"
+    return 0
+  fi
+  printf '%s\n' "$text" > "$work/pom.xml"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  echo "fetch: resolving $name ..."
+  mvn -q -B -f "$work/pom.xml" -Dmaven.repo.local="$M2_REPO" \
+      dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$out.tmp" \
+      > "$work/mvn.log" 2>&1 || { cat "$work/mvn.log" >&2; echo "fetch: mvn failed for $name" >&2; return 1; }
+  printf '%s' "$text" > "$out.tmp/.pom"
+  rm -rf "$out"; mv "$out.tmp" "$out"
+  echo "fetch: $name -> $out ($(ls "$out"/*.jar | wc -l) jars)"
+}
+
+# --- Kafka broker + Connect worker -------------------------------------------------
+K=org.apache.kafka
+resolve "kafka-$KAFKA_VERSION" "$CACHE/kafka-$KAFKA_VERSION/lib" "$(pom kafka-$KAFKA_VERSION "$(
+  dep $K kafka_2.13 "$KAFKA_VERSION"
+  dep $K kafka-tools "$KAFKA_VERSION"
+  dep $K connect-runtime "$KAFKA_VERSION"
+  dep $K connect-json "$KAFKA_VERSION"
+  dep $K connect-transforms "$KAFKA_VERSION"
+  dep org.slf4j slf4j-reload4j 1.7.36
+)")"
+
+# --- Iceberg sink plugin directories ---------------------------------------------
+I=org.apache.iceberg
+for IV in $ICEBERG_VERSIONS; do
+  out="$CACHE/plugins/iceberg-$IV"
+  # one sub-directory = one plugin (Connect isolates each in its own class loader)
+  resolve "iceberg-$IV" "$out/iceberg-sink" "$(pom iceberg-$IV "$(
+    dep $I iceberg-kafka-connect "$IV" $K
+    dep $I iceberg-kafka-connect-events "$IV" $K
+    dep $I iceberg-aws-bundle "$IV"
+    dep $I iceberg-aws "$IV"
+    dep $I iceberg-parquet "$IV"
+    dep org.apache.hadoop hadoop-client-runtime "$HADOOP_VERSION"
+    dep org.apache.hadoop hadoop-client-api "$HADOOP_VERSION"
+    dep dev.failsafe failsafe "$FAILSAFE_VERSION"
+  )")"
+  listing="$(unzip -l "$out/iceberg-sink/iceberg-kafka-connect-$IV.jar")"
+  if ! grep -q 'org/apache/iceberg/connect/IcebergSinkConnector.class' <<<"$listing"; then
+    echo "fetch: iceberg-kafka-connect-$IV.jar has no IcebergSinkConnector (see sink.md §1.4)" >&2; exit 1
+  fi
+done
+echo "fetch: done; cache $(du -sh "$CACHE" | cut -f1) at $CACHE"

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# One compat run: floe + KRaft broker + Kafka Connect (distributed) + the Iceberg sink configured as in
+# the source document; N JSON events to a 3-partition topic must land as exactly N rows (PyIceberg).
+#
+# Env: N (1000)  ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)
+#      CHECKSUM (default|when_required) - when_required adds -Daws.requestChecksumCalculation=when_required
+#                                         -Daws.responseChecksumValidation=when_required to the Connect JVM
+#      SCENARIO (plain|kill-connect|kill-floe): SIGKILL that process once mid-stream (after the first
+#               commit, while the rate-limited producer runs: RATE_EPS, default N/40 per s) and restart it
+#      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
+#      FLOE_BIN (build/floe)
+# Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+CACHE="${COMPAT_CACHE:-$HERE/.cache}"
+N="${N:-1000}"
+ICEBERG_VERSION="${ICEBERG_VERSION:-1.10.1}"
+KAFKA_VERSION="${KAFKA_VERSION:-3.9.2}"
+CHECKSUM="${CHECKSUM:-default}"
+COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
+TASKS_MAX="${TASKS_MAX:-2}"
+WAIT_SECS="${WAIT_SECS:-600}"
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe
+FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
+PY="$REPO/.venv/bin/python"
+AWS="$REPO/.venv/bin/aws"
+REGION=us-east-1
+export FLOE_ROOT_ACCESS_KEY_ID="${FLOE_ROOT_ACCESS_KEY_ID:-FLOECOMPATKEY0000001}"
+export FLOE_ROOT_SECRET_ACCESS_KEY="${FLOE_ROOT_SECRET_ACCESS_KEY:-floeCompatSecret/0123456789abcdefghijkl}"
+export COMPAT_REGION=$REGION
+
+ICEBERG_VERSIONS="$ICEBERG_VERSION" KAFKA_VERSION="$KAFKA_VERSION" bash "$HERE/fetch.sh" >/dev/null
+KLIB="$CACHE/kafka-$KAFKA_VERSION/lib"
+PLUGINS="$CACHE/plugins/iceberg-$ICEBERG_VERSION"
+"$PY" -c 'import confluent_kafka' 2>/dev/null || "$REPO/.venv/bin/pip" install -q confluent-kafka
+
+RUN="$CACHE/runs/$(date +%Y%m%d-%H%M%S)-iceberg$ICEBERG_VERSION-$CHECKSUM-$SCENARIO"
+mkdir -p "$RUN"
+T0=$(date +%s)
+log() { printf '[%4ds] %s\n' $(( $(date +%s) - T0 )) "$*"; }
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+S3P=$(free_port); CATP=$(free_port); BP=$(free_port); CP=$(free_port); RP=$(free_port)
+S3=http://127.0.0.1:$S3P; CAT=http://127.0.0.1:$CATP; REST=http://127.0.0.1:$RP
+BOOT=127.0.0.1:$BP
+NS=compat_ns; TABLE=events; TOPIC=events
+
+PIDS=()
+cleanup() {
+  local rc=$?
+  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[$i]}" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  log "stopped; logs in $RUN (rc=$rc)"
+  [ "${KEEP:-1}" = 1 ] || rm -rf "$RUN"
+}
+trap cleanup EXIT
+die() { log "FAIL: $*"; summary; exit 1; }
+summary() {
+  log "floe requests with status >= 400 (last 20):"
+  grep -E ' (4[0-9][0-9]|5[0-9][0-9]) ' "$RUN/floe.log" | tail -20 || true
+  log "Connect ERROR/Exception lines (first 20):"
+  grep -nE 'ERROR|Exception' "$RUN/connect.log" | head -20 || true
+}
+wait_for() { # secs description command...
+  local secs=$1 what=$2; shift 2
+  local end=$(( $(date +%s) + secs ))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || die "timeout after ${secs}s waiting for $what"
+    sleep 0.5
+  done
+}
+
+# ---- floe ---------------------------------------------------------------------
+start_floe() {
+  "$FLOE_BIN" serve --data-dir "$RUN/floe-data" --s3-listen 127.0.0.1:$S3P \
+      --catalog-listen 127.0.0.1:$CATP --region $REGION >>"$RUN/floe.log" 2>&1 &
+  FLOE_PID=$!; PIDS+=($FLOE_PID)
+  wait_for 20 "floe /health" curl -sf "$S3/health"
+  log "floe up (s3 $S3, catalog $CAT, pid $FLOE_PID)"
+}
+start_floe
+
+# ---- Kafka broker (KRaft, single node) ----------------------------------------
+cat > "$RUN/log4j.properties" <<P
+log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.apache.kafka.clients=WARN
+log4j.logger.org.apache.kafka.common.utils.AppInfoParser=WARN
+log4j.logger.org.apache.kafka.clients.consumer.internals.ConsumerCoordinator=INFO
+log4j.logger.org.reflections=ERROR
+log4j.logger.kafka.log=WARN
+log4j.logger.org.apache.iceberg=INFO
+P
+cat > "$RUN/server.properties" <<P
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:$CP
+listeners=PLAINTEXT://127.0.0.1:$BP,CONTROLLER://127.0.0.1:$CP
+advertised.listeners=PLAINTEXT://127.0.0.1:$BP
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$RUN/kafka-logs
+num.partitions=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=3
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=3
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=true
+P
+JAVA_COMMON=(-Dlog4j.configuration="file:$RUN/log4j.properties" -Djava.awt.headless=true)
+CLUSTER_ID=$(java -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.tools.StorageTool random-uuid 2>/dev/null | tail -1)
+java -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.tools.StorageTool format -t "$CLUSTER_ID" \
+    -c "$RUN/server.properties" >"$RUN/kafka-format.log" 2>&1 || { cat "$RUN/kafka-format.log"; die "kafka-storage format"; }
+java -Xms256m -Xmx768m -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.Kafka "$RUN/server.properties" >"$RUN/kafka.log" 2>&1 &
+PIDS+=($!)
+kafka_ready() { "$PY" - "$BOOT" <<'PYEOF'
+import sys
+from confluent_kafka.admin import AdminClient
+md = AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(timeout=2)
+sys.exit(0 if md.brokers else 1)
+PYEOF
+}
+wait_for 60 "kafka broker $BOOT" kafka_ready
+"$PY" - "$BOOT" "$TOPIC" <<'PYEOF'
+import sys
+from confluent_kafka.admin import AdminClient, NewTopic
+a = AdminClient({"bootstrap.servers": sys.argv[1]})
+for f in a.create_topics([NewTopic(sys.argv[2], 3, 1), NewTopic("control-iceberg", 1, 1)]).values():
+    f.result(30)
+PYEOF
+log "kafka up ($BOOT, cluster $CLUSTER_ID); topics $TOPIC(3 partitions), control-iceberg(1)"
+
+# ---- Kafka Connect worker (distributed) ---------------------------------------
+cat > "$RUN/connect-distributed.properties" <<P
+bootstrap.servers=$BOOT
+group.id=compat-connect
+key.converter=org.apache.kafka.connect.json.JsonConverter
+value.converter=org.apache.kafka.connect.json.JsonConverter
+key.converter.schemas.enable=false
+value.converter.schemas.enable=false
+config.storage.topic=compat-connect-configs
+offset.storage.topic=compat-connect-offsets
+status.storage.topic=compat-connect-status
+config.storage.replication.factor=1
+offset.storage.replication.factor=1
+offset.storage.partitions=3
+status.storage.replication.factor=1
+status.storage.partitions=3
+offset.flush.interval.ms=5000
+listeners=http://127.0.0.1:$RP
+rest.advertised.host.name=127.0.0.1
+rest.advertised.port=$RP
+plugin.path=$PLUGINS
+plugin.discovery=hybrid_warn
+P
+CONNECT_JVM=(-Xms256m -Xmx1500m)
+if [ "$CHECKSUM" = when_required ]; then
+  CONNECT_JVM+=(-Daws.requestChecksumCalculation=when_required -Daws.responseChecksumValidation=when_required)
+fi
+start_connect() {
+  java "${CONNECT_JVM[@]}" "${JAVA_COMMON[@]}" -cp "$KLIB/*" org.apache.kafka.connect.cli.ConnectDistributed \
+      "$RUN/connect-distributed.properties" >>"$RUN/connect.log" 2>&1 &
+  CONNECT_PID=$!; PIDS+=($CONNECT_PID)
+  wait_for 120 "Connect REST $REST" curl -sf "$REST/connectors"
+  log "connect up ($REST, pid $CONNECT_PID, jvm ${CONNECT_JVM[*]})"
+}
+start_connect
+curl -sf "$REST/connector-plugins" | grep -q org.apache.iceberg.connect.IcebergSinkConnector \
+  || die "IcebergSinkConnector not among $(curl -s "$REST/connector-plugins")"
+
+# ---- table bucket, namespace, table with the AWS CLI (as in the source document) --------------
+export AWS_ACCESS_KEY_ID=$FLOE_ROOT_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$FLOE_ROOT_SECRET_ACCESS_KEY
+export AWS_DEFAULT_REGION=$REGION AWS_EC2_METADATA_DISABLED=true AWS_PAGER=""
+aws_t() { "$AWS" s3tables --endpoint-url "$CAT" --region $REGION "$@"; }
+ARN=$(aws_t create-table-bucket --name compat-bucket --query arn --output text) || die "create-table-bucket"
+aws_t create-namespace --table-bucket-arn "$ARN" --namespace $NS >"$RUN/aws-ns.json" || die "create-namespace"
+cat > "$RUN/create-table.json" <<J
+{
+  "tableBucketARN": "$ARN",
+  "namespace": "$NS",
+  "name": "$TABLE",
+  "format": "ICEBERG",
+  "metadata": {
+    "iceberg": {
+      "schema": {
+        "fields": [
+          {"name": "event_id", "type": "string", "required": true},
+          {"name": "event_time", "type": "string"},
+          {"name": "event_type", "type": "string"}
+        ]
+      }
+    }
+  }
+}
+J
+aws_t create-table --cli-input-json "file://$RUN/create-table.json" >"$RUN/aws-table.json" || die "create-table"
+log "table bucket $ARN, table $NS.$TABLE created with the AWS CLI"
+
+# ---- connector -----------------------------------------------------------------
+cat > "$RUN/connector.json" <<J
+{"name": "iceberg-sink", "config": {
+  "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector",
+  "tasks.max": "$TASKS_MAX",
+  "topics": "$TOPIC",
+  "iceberg.tables": "$NS.$TABLE",
+  "iceberg.control.commit.interval-ms": "$COMMIT_INTERVAL_MS",
+  "iceberg.catalog.type": "rest",
+  "iceberg.catalog.uri": "$CAT/iceberg",
+  "iceberg.catalog.rest.sigv4-enabled": "true",
+  "iceberg.catalog.rest.signing-region": "$REGION",
+  "iceberg.catalog.warehouse": "$ARN",
+  "iceberg.catalog.rest.signing-name": "osstables",
+  "iceberg.catalog.rest.access-key-id": "$FLOE_ROOT_ACCESS_KEY_ID",
+  "iceberg.catalog.rest.secret-access-key": "$FLOE_ROOT_SECRET_ACCESS_KEY",
+  "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+  "iceberg.catalog.s3.endpoint": "$S3",
+  "iceberg.catalog.s3.access-key-id": "$FLOE_ROOT_ACCESS_KEY_ID",
+  "iceberg.catalog.s3.secret-access-key": "$FLOE_ROOT_SECRET_ACCESS_KEY",
+  "iceberg.catalog.s3.path-style-access": "true",
+  "iceberg.catalog.client.region": "$REGION",
+  "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+  "key.converter.schemas.enable": "false",
+  "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+  "value.converter.schemas.enable": "false"
+}}
+J
+curl -sf -X POST -H 'Content-Type: application/json' --data @"$RUN/connector.json" "$REST/connectors" >"$RUN/connector-created.json" \
+  || die "POST /connectors: $(curl -s -X POST -H 'Content-Type: application/json' --data @"$RUN/connector.json" "$REST/connectors")"
+connector_running() {
+  curl -sf "$REST/connectors/iceberg-sink/status" >"$RUN/status.json" || return 1
+  "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); t=s["tasks"]; sys.exit(0 if s["connector"]["state"]=="RUNNING" and t and all(x["state"]=="RUNNING" for x in t) else 1)' "$RUN/status.json"
+}
+wait_for 60 "connector and tasks RUNNING" connector_running
+log "connector iceberg-sink RUNNING with $TASKS_MAX tasks (Iceberg $ICEBERG_VERSION)"
+
+# ---- produce (in the background, rate-limited when a process is killed mid-stream) and wait ------
+connector_status() { curl -sf "$REST/connectors/iceberg-sink/status" 2>/dev/null || echo '{}'; }
+failed_traces() {
+  "$PY" -c 'import json,sys; s=json.loads(sys.stdin.read() or "{}"); [print(t.get("id","connector"), t.get("trace","")[:2500]) for t in s.get("tasks",[])+[s.get("connector",{})] if t.get("state")=="FAILED"]'
+}
+table_rows() { (cd "$HERE" && "$PY" check.py count "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" 2>>"$RUN/check.log") || echo "?"; }
+RATE=0
+[ "$SCENARIO" = plain ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
+(cd "$HERE" && exec "$PY" events.py produce "$BOOT" "$TOPIC" "$N" 0 "$RATE") >"$RUN/produce.log" 2>&1 &
+PROD_PID=$!; PIDS+=($PROD_PID)
+log "producing $N events (rate ${RATE:-unlimited}/s, scenario $SCENARIO)"
+KILLED=0; RESTARTS=0
+count=0; end=$(( $(date +%s) + WAIT_SECS )); last=-1; reached=0
+while :; do
+  count=$(table_rows)
+  [ "$count" != "$last" ] && log "table rows: $count"; last=$count
+  if [ "$count" != "?" ] && [ "$count" -gt "$N" ] 2>/dev/null; then die "table has $count rows > $N produced"; fi
+  # kill mid-stream: after the first commit landed and while the producer is still running
+  if [ "$KILLED" = 0 ] && [ "$SCENARIO" != plain ] && [ "$count" != "?" ] && [ "$count" -gt 0 ] && kill -0 $PROD_PID 2>/dev/null; then
+    if [ "$SCENARIO" = kill-connect ]; then
+      kill -9 $CONNECT_PID; wait $CONNECT_PID 2>/dev/null || true
+      log "SIGKILL Connect (pid $CONNECT_PID) at $count committed rows, producer at: $(tail -1 "$RUN/produce.log")"
+      sleep 3; start_connect
+    else
+      kill -9 $FLOE_PID; wait $FLOE_PID 2>/dev/null || true
+      log "SIGKILL floe (pid $FLOE_PID) at $count committed rows, producer at: $(tail -1 "$RUN/produce.log")"
+      sleep "${FLOE_DOWN_SECS:-5}"; start_floe
+    fi
+    KILLED=1
+  fi
+  st=$(connector_status)
+  if grep -q '"FAILED"' <<<"$st"; then
+    failed_traces <<<"$st" >>"$RUN/failed-traces.txt"
+    if [ "$SCENARIO" != plain ] && [ "$RESTARTS" -lt "${MAX_TASK_RESTARTS:-3}" ]; then
+      RESTARTS=$((RESTARTS+1))
+      log "task FAILED after the kill (trace: $(failed_traces <<<"$st" | head -c 300 | tr '\n' ' ')); restart #$RESTARTS via REST"
+      curl -sf -X POST "$REST/connectors/iceberg-sink/restart?includeTasks=true&onlyFailed=true" >/dev/null || true
+    else
+      failed_traces <<<"$st"; die "connector/task FAILED"
+    fi
+  fi
+  if [ "$count" = "$N" ] && ! kill -0 $PROD_PID 2>/dev/null; then
+    # settle: wait two more commit intervals; late duplicates would show up here
+    if [ "$reached" = 0 ]; then reached=$(date +%s); fi
+    [ $(( $(date +%s) - reached )) -ge $(( COMMIT_INTERVAL_MS * 2 / 1000 + 5 )) ] && break
+  fi
+  [ "$(date +%s)" -lt "$end" ] || die "timeout: $count of $N rows after ${WAIT_SECS}s"
+  sleep 3
+done
+wait $PROD_PID || die "producer failed: $(tail -3 "$RUN/produce.log")"
+(cd "$HERE" && "$PY" check.py verify "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" "$N") >"$RUN/verify.txt" 2>&1 \
+  || { tail -30 "$RUN/verify.txt"; die "verify"; }
+grep -v '^snapshot ' "$RUN/verify.txt"; log "$(grep -c '^snapshot ' "$RUN/verify.txt") snapshots; last: $(grep '^snapshot ' "$RUN/verify.txt" | tail -1 | cut -c1-400)"
+log "PASS: $N events -> exactly $N rows (Iceberg $ICEBERG_VERSION, checksum $CHECKSUM, scenario $SCENARIO, task restarts $RESTARTS)"
