@@ -84,6 +84,9 @@ void fl_rest_error(fl_api_req_t *r, int status, const char *type, const char *ms
 {
     json_t *doc = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", msg ? msg : "", "type",
                             type ? type : "RESTException", "code", status);
+    if (!doc) /* a message cut inside a UTF-8 sequence: keep the shape, drop the text */
+        doc = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", "The request was rejected.", "type",
+                        type ? type : "RESTException", "code", status);
     char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
     fl_http_resp_status(r->c, status);
     fl_http_resp_header(r->c, "Content-Type", "application/json");
@@ -237,7 +240,7 @@ static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
     fl_err_t rc = fl_tablesvc_read_metadata(x->cfg, t->metadata_location, &meta);
     if (rc) {
         fl_warn("rest: cannot read %s: %s", t->metadata_location, fl_err_str(rc));
-        if (commit) err(x, 503, "ServiceUnavailableException", "The table's metadata file could not be read.");
+        if (commit) err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
         else err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
         return NULL;
     }
@@ -993,7 +996,7 @@ static void h_register(rctx_t *x)
         fl_table_t other;
         fl_bucket_info_t bi;
         if (fl_store_bucket_head(x->cfg->store, wb, &bi) != FL_OK ||
-            fl_catalog_table_get_by_arn(x->cfg->cat, t.arn, &other) == FL_OK) {
+            fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
             err(x, 400, "BadRequestException", "The metadata location is not inside an unclaimed table warehouse.");
             goto out;
         }
@@ -1136,6 +1139,19 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
         err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid requirement.");
         return 400;
     }
+    if (!view) {
+        /* a table stays in its warehouse: the S3 Tables API and purge know no other place */
+        size_t i;
+        json_t *u;
+        json_array_foreach(ch->upds, i, u) {
+            json_t *a = json_object_get(u, "action"), *l = json_object_get(u, "location");
+            if (json_is_string(a) && !strcmp(json_string_value(a), "set-location") &&
+                (!json_is_string(l) || strcmp(json_string_value(l), ch->row.warehouse) != 0)) {
+                err(x, 400, "BadRequestException", "A table's location is its warehouse and cannot be changed.");
+                return 400;
+            }
+        }
+    }
     int status = 0;
     json_t *next = view ? fl_iceberg_apply_view_updates(ch->base->meta, ch->upds, ch->row.metadata_location,
                                                         &status, emsg, sizeof emsg)
@@ -1143,9 +1159,9 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
                                                    emsg, sizeof emsg);
     if (!next) {
         if (status == 409) err(x, 409, "CommitFailedException", emsg[0] ? emsg : "Commit conflict.");
-        else if (status >= 500) err(x, 503, "ServiceUnavailableException", "The table's current metadata is not usable.");
+        else if (status >= 500) err(x, 500, "ServiceFailureException", "The table's current metadata is not usable.");
         else err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid update.");
-        return status == 409 ? 409 : status >= 500 ? 503 : 400;
+        return status == 409 ? 409 : status >= 500 ? 500 : 400;
     }
     if (!view && fl_iceberg_metadata_unchanged(ch->base->meta, next)) {
         json_decref(next);
@@ -1158,8 +1174,8 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
                           : FL_ERR_NOMEM;
     if (e) {
         fl_warn("rest: writing metadata for %s.%s: %s", ch->ns, ch->name, fl_err_str(e));
-        err(x, 503, "ServiceUnavailableException", "The new metadata file could not be written.");
-        return 503;
+        err(x, 500, "ServiceFailureException", "The new metadata file could not be written.");
+        return 500;
     }
     return 0;
 }
@@ -1306,13 +1322,13 @@ static void commit_create(rctx_t *x, change_t *ch, bool respond_body)
             goto out;
         }
         row_init(x, &t, ch->ns, ch->name, id, false);
-        if (fl_catalog_table_get_by_arn(x->cfg->cat, t.arn, &other) == FL_OK) {
+        if (fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
             err(x, 409, "AlreadyExistsException", "The warehouse already belongs to a table.");
             goto out;
         }
         fl_err_t e = fl_tablesvc_write_metadata(x->cfg, &t, 0, next, t.metadata_location);
         if (e) {
-            err(x, 503, "ServiceUnavailableException", "The metadata file could not be written.");
+            err(x, 500, "ServiceFailureException", "The metadata file could not be written.");
             goto out;
         }
         e = fl_catalog_table_create(x->cfg->cat, &t);
@@ -1324,7 +1340,11 @@ static void commit_create(rctx_t *x, change_t *ch, bool respond_body)
     ment_t *m = mc_put(t.metadata_location, next);
     if (!respond_body) send_204(x);
     else if (m) send_load_result(x, t.metadata_location, m->text, m->len, false, false);
-    else err(x, 500, "CommitStateUnknownException", "Could not render the metadata.");
+    else { /* landed: render directly rather than answer an error */
+        char *text = json_dumps(next, JSON_COMPACT);
+        send_load_result(x, t.metadata_location, text ? text : "{}", text ? strlen(text) : 2, false, false);
+        free(text);
+    }
     mc_release(m);
 out:
     json_decref(next);
@@ -1376,6 +1396,13 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
             if (ch[i].next) {
                 sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
                                               .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
+                                              .modified_by = x->r->principal };
+                nsw++;
+            } else if (!single && json_array_size(ch[i].reqs)) {
+                /* unchanged but required: pin it, so its requirements hold at the swap too */
+                sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
+                                              .expect_token = ch[i].row.version_token,
+                                              .new_location = ch[i].row.metadata_location,
                                               .modified_by = x->r->principal };
                 nsw++;
             }

@@ -1619,12 +1619,19 @@ static void op_update_metadata_location(treq_t *t)
     json_t *in;
     const char *token, *loc;
     if (!load_table_path(t, NULL, &tb) || !(in = body(t)) || !get_str(t, in, "versionToken", true, 1, 2048, &token) ||
-        !get_str(t, in, "metadataLocation", true, 1, 2048, &loc))
+        !get_str(t, in, "metadataLocation", true, 1, FL_LOC_MAX - 1, &loc))
         return;
     if (!fl_tablesvc_location_ok(&tb, loc))
         return fail(t, "BadRequestException",
                     "The specified metadata location is not valid: it must begin with the table's warehouse location "
                     "(%s) and end with .metadata.json or .metadata.json.gz.", tb.warehouse);
+    /* the pointer never names a file the catalog cannot read */
+    json_t *md = NULL;
+    fl_err_t re = fl_tablesvc_read_metadata(t->cfg, loc, &md);
+    json_decref(md);
+    if (re)
+        return fail(t, "BadRequestException", "The specified metadata location is not valid: %s.",
+                    re == FL_ERR_NOT_FOUND ? "no such metadata file" : "not a readable metadata file");
     fl_table_swap_t sw = { .bucket = tb.bucket, .ns = tb.ns, .name = tb.name, .expect_token = token,
                            .new_location = loc, .modified_by = t->r->principal };
     fl_err_t e = fl_catalog_table_swap(t->cat, &sw, 1);

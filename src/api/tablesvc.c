@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define WAREHOUSE_SUFFIX "--table-s3"
 #define MAX_METADATA_BYTES (256LL * 1024 * 1024)
@@ -84,6 +85,42 @@ fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_
     return e;
 }
 
+/* gzip-compressed metadata ("*.metadata.json.gz"), inflated under the same cap. */
+static fl_err_t gunzip(const char *in, size_t n, char **out, size_t *outlen)
+{
+    z_stream z = { 0 };
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) return FL_ERR_NOMEM;
+    size_t cap = n * 4 + 4096, len = 0;
+    char *buf = malloc(cap);
+    fl_err_t e = buf ? FL_OK : FL_ERR_NOMEM;
+    z.next_in = (unsigned char *)in;
+    z.avail_in = (unsigned)n;
+    while (!e) {
+        if (len == cap) {
+            if (cap >= (size_t)MAX_METADATA_BYTES) { e = FL_ERR_TOO_LARGE; break; }
+            cap *= 2;
+            char *b = realloc(buf, cap);
+            if (!b) { e = FL_ERR_NOMEM; break; }
+            buf = b;
+        }
+        z.next_out = (unsigned char *)buf + len;
+        z.avail_out = (unsigned)(cap - len);
+        int rc = inflate(&z, Z_NO_FLUSH);
+        len = cap - z.avail_out;
+        if (rc == Z_STREAM_END) break;
+        if (rc != Z_OK && rc != Z_BUF_ERROR) e = FL_ERR_INVALID;
+        else if (rc == Z_BUF_ERROR && z.avail_in == 0) e = FL_ERR_INVALID; /* truncated */
+    }
+    inflateEnd(&z);
+    if (e) {
+        free(buf);
+        return e;
+    }
+    *out = buf;
+    *outlen = len;
+    return FL_OK;
+}
+
 fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *location, json_t **out)
 {
     char bucket[64];
@@ -118,6 +155,16 @@ fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *loca
         }
     }
     if (e) goto out;
+    size_t ll = strlen(location);
+    if (ll > 3 && !strcmp(location + ll - 3, ".gz")) {
+        char *plain = NULL;
+        size_t plen = 0;
+        e = gunzip(buf, (size_t)pos, &plain, &plen);
+        if (e) goto out;
+        free(buf);
+        buf = plain;
+        pos = (int64_t)plen;
+    }
     json_error_t jerr;
     *out = json_loadb(buf, (size_t)pos, JSON_REJECT_DUPLICATES, &jerr);
     if (!*out || !json_is_object(*out)) {

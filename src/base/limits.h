@@ -31,5 +31,7 @@
 #define FL_SIGV4_MAX_SKEW_S        (15 * 60)
 #define FL_SIGV4_MAX_EXPIRES_S     604800
 
+#define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
+
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

@@ -8,6 +8,8 @@
 #include "iceberg/metadata_int.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "base/limits.h"
+#include <stdint.h>
 
 #include <ctype.h>
 #include <errno.h>
@@ -250,6 +252,7 @@ typedef struct walk {
     ice_idmap_t *map;     /* fresh: old -> new (old ids that were present) */
     ice_idmap_t seen;     /* every id met: fresh = old ids, check = ids (duplicate detection) */
     ice_err_t *e;
+    size_t fields;        /* struct fields met so far, capped at FL_ICEBERG_MAX_FIELDS */
 } walk_t;
 
 void ice_idmap_add(ice_idmap_t *m, json_int_t from, json_int_t to)
@@ -316,20 +319,26 @@ static json_t *walk_struct(walk_t *w, json_t *st, int depth)
         ice_fail(w->e, 400, "struct type needs a \"fields\" array");
         return NULL;
     }
+    size_t i, nfields = json_array_size(fields);
+    w->fields += nfields;
+    if (w->fields > FL_ICEBERG_MAX_FIELDS) {
+        ice_fail(w->e, 400, "a schema may have at most %d fields", FL_ICEBERG_MAX_FIELDS);
+        return NULL;
+    }
     json_t *out = json_deep_copy(st);
     json_t *nf = json_array();
-    size_t i, j, nfields = json_array_size(fields);
+    json_t *names = json_object(); /* duplicate detection in one pass */
     json_t *f;
     json_object_set_new(out, "fields", nf);
     json_array_foreach(fields, i, f) {
         const char *name = ice_get_str(f, "name");
         if (!json_is_object(f)) { ice_fail(w->e, 400, "struct field must be an object"); goto fail; }
         if (!name || !*name) { ice_fail(w->e, 400, "struct field needs a non-empty \"name\""); goto fail; }
-        for (j = 0; j < i; j++)
-            if (!strcmp(name, ice_get_str(json_array_get(fields, j), "name"))) {
-                ice_fail(w->e, 400, "duplicate field name \"%.200s\"", name);
-                goto fail;
-            }
+        if (json_object_get(names, name)) {
+            ice_fail(w->e, 400, "duplicate field name \"%.200s\"", name);
+            goto fail;
+        }
+        json_object_set_new(names, name, json_true());
         if (!json_object_get(f, "type")) {
             ice_fail(w->e, 400, "field \"%.200s\" has no \"type\"", name);
             goto fail;
@@ -349,8 +358,10 @@ static json_t *walk_struct(walk_t *w, json_t *st, int depth)
         if (!t) goto fail;
         json_object_set_new(json_array_get(nf, i), "type", t);
     }
+    json_decref(names);
     return out;
 fail:
+    json_decref(names);
     json_decref(out);
     return NULL;
 }
@@ -614,21 +625,31 @@ static int check_source(json_t *f, json_t *schema, const char *what, ice_err_t *
 
 int ice_check_spec_fields(json_t *fields, json_t *schema, ice_err_t *e)
 {
-    size_t i, j;
+    size_t i;
     json_t *f;
     json_int_t id;
     if (!json_is_array(fields)) return ice_fail(e, 400, "partition spec needs a \"fields\" array");
+    if (json_array_size(fields) > FL_ICEBERG_MAX_FIELDS)
+        return ice_fail(e, 400, "a partition spec may have at most %d fields", FL_ICEBERG_MAX_FIELDS);
+    json_t *names = json_object();
+    int rc = 0;
     json_array_foreach(fields, i, f) {
         const char *name = ice_get_str(f, "name");
-        if (!name || !*name) return ice_fail(e, 400, "partition field needs a non-empty \"name\"");
-        if (json_object_get(f, "field-id") && !ice_get_int(f, "field-id", &id))
-            return ice_fail(e, 400, "partition field \"field-id\" must be an integer");
-        for (j = 0; j < i; j++)
-            if (!strcmp(name, ice_get_str(json_array_get(fields, j), "name")))
-                return ice_fail(e, 400, "duplicate partition field name \"%.200s\"", name);
-        if (check_source(f, schema, "partition spec", e)) return e->status;
+        if (!name || !*name) { rc = ice_fail(e, 400, "partition field needs a non-empty \"name\""); break; }
+        if (json_object_get(f, "field-id") &&
+            (!ice_get_int(f, "field-id", &id) || id < 1000 || id > INT32_MAX)) {
+            rc = ice_fail(e, 400, "partition field \"field-id\" must be an integer from 1000 to 2147483647");
+            break;
+        }
+        if (json_object_get(names, name)) {
+            rc = ice_fail(e, 400, "duplicate partition field name \"%.200s\"", name);
+            break;
+        }
+        json_object_set_new(names, name, json_true());
+        if (check_source(f, schema, "partition spec", e)) { rc = e->status; break; }
     }
-    return 0;
+    json_decref(names);
+    return rc;
 }
 
 int ice_check_sort_fields(json_t *fields, json_t *schema, ice_err_t *e)

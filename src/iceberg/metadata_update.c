@@ -6,6 +6,7 @@
 #include "iceberg/metadata_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -282,7 +283,14 @@ static int u_add_spec(upd_t *u, json_t *up)
     json_int_t next = lp;
     json_array_foreach(nf, i, x) {
         if (!json_is_object(x)) { json_decref(nf); return ice_fail(u->e, 400, "add-spec: fields must be objects"); }
-        if (!json_object_get(x, "field-id")) ice_set_int(x, "field-id", ++next);
+        if (!json_object_get(x, "field-id")) {
+            if (next < 999) next = 999;
+            if (next >= INT32_MAX) {
+                json_decref(nf);
+                return ice_fail(u->e, 400, "add-spec: no partition field id left to assign");
+            }
+            ice_set_int(x, "field-id", ++next);
+        }
     }
     if (ice_check_spec_fields(nf, current_schema(u), u->e)) { json_decref(nf); return u->e->status; }
     json_t *specs = arr(u->md, "partition-specs");

@@ -92,6 +92,8 @@ fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t);
 fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                               fl_table_t *out);                     /* FL_ERR_NOT_FOUND */
 fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out);
+/* The table or view whose warehouse is "s3://NAME", in any table bucket (warehouses are unique). */
+fl_err_t fl_catalog_table_get_by_warehouse(fl_catalog_t *c, const char *warehouse, fl_table_t *out);
 /* Tables (or views, by kind) in bucket, optionally in one namespace (ns NULL = all), name prefix,
  * ordered by (namespace, name), after the pair (after_ns, after_name) (NULLs = start). */
 fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *ns, const char *kind,

@@ -60,6 +60,8 @@ static const char *const migrations[] = {
     "  FOREIGN KEY(bucket, namespace) REFERENCES namespaces(bucket, name)) STRICT, WITHOUT ROWID;"
     "CREATE TABLE docs(arn TEXT NOT NULL, kind TEXT NOT NULL, json TEXT NOT NULL,"
     "  PRIMARY KEY(arn, kind)) STRICT, WITHOUT ROWID;",
+    /* 1 -> 2: a warehouse belongs to one table, whichever table bucket it is in */
+    "CREATE UNIQUE INDEX tables_warehouse ON tables(warehouse);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -74,7 +76,7 @@ enum {
     ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_B_INS, ST_B_GET, ST_B_LIST_GE, ST_B_LIST_GT, ST_B_HASNS, ST_B_DEL,
     ST_N_INS, ST_N_GET, ST_N_LIST_GE, ST_N_LIST_GT, ST_N_PROPS, ST_N_HASTBL, ST_N_DEL,
-    ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
+    ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
     ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
     ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
     ST_COUNT
@@ -109,6 +111,7 @@ static const char *const st_sql[ST_COUNT] = {
                  " ?10, ?11, ?12, ?13, ?14, ?15, ?16) ON CONFLICT DO NOTHING",
     [ST_T_GET] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
     [ST_T_GET_ARN] = "SELECT " T_COLS " FROM tables WHERE arn = ?1",
+    [ST_T_GET_WH] = "SELECT " T_COLS " FROM tables WHERE warehouse = ?1",
     /* one namespace: a range of name */
     [ST_T_LIST1_GE] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1 AND namespace = ?2"
                       " AND name >= ?5 AND name < ?6" KIND_OK " ORDER BY name LIMIT ?7",
@@ -776,17 +779,27 @@ fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *n
     return err;
 }
 
-fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out)
+static fl_err_t table_get_by(fl_catalog_t *c, int stmt, const char *key, fl_table_t *out)
 {
     fl_conn_t *k = conn_get(c);
     if (!k) return FL_ERR_IO;
-    sqlite3_stmt *st = k->st[ST_T_GET_ARN];
-    bind_str(st, 1, arn);
-    fl_err_t err = step_row(k, st, "table get by arn");
+    sqlite3_stmt *st = k->st[stmt];
+    bind_str(st, 1, key);
+    fl_err_t err = step_row(k, st, "table get");
     if (!err) row_table(st, out);
     sqlite3_reset(st);
     conn_put(c, k);
     return err;
+}
+
+fl_err_t fl_catalog_table_get_by_warehouse(fl_catalog_t *c, const char *warehouse, fl_table_t *out)
+{
+    return table_get_by(c, ST_T_GET_WH, warehouse, out);
+}
+
+fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out)
+{
+    return table_get_by(c, ST_T_GET_ARN, arn, out);
 }
 
 fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *ns, const char *kind,

@@ -68,6 +68,11 @@ def main():
             json.dumps({k: v for k, v in props.items() if k.startswith("kafka.connect.")}, sort_keys=True)))
     if not any(k.startswith("kafka.connect.offsets.") for k in keys):
         errors.append("no snapshot summary carries kafka.connect.offsets.<control-topic>.<group>")
+    if os.environ.get("COMPAT_EVOLVE_FROM", "-1") != "-1":
+        cols = [f.name for f in tbl.schema().fields]
+        print("verify: schema %s" % tbl.schema())
+        if "amount" not in cols:
+            errors.append("evolve-schema: column amount not added (columns %s)" % cols)
     if "kafka.connect.commit-id" not in keys:
         errors.append("no snapshot summary carries kafka.connect.commit-id")
     for e in errors:

@@ -3,16 +3,25 @@
   events.py produce BOOTSTRAP TOPIC N [START [RATE]]  -> produce events START..N-1 (partition = i % 3),
                                                         at most RATE events/s when RATE > 0"""
 import json
+import os
 import sys
 import time
 
 TYPES = ("click", "view", "purchase", "signup")
 
 
+# COMPAT_EVOLVE_FROM=K: events K.. carry a field the table does not have yet ("amount", a long);
+# with iceberg.tables.evolve-schema-enabled the sink must add the column.
+EVOLVE_FROM = int(os.environ.get("COMPAT_EVOLVE_FROM", "-1"))
+
+
 def event(i):
-    return {"event_id": "e%08d" % i,
-            "event_time": "2026-01-%02dT%02d:%02d:%02dZ" % (1 + i % 28, i % 24, i % 60, (i * 7) % 60),
-            "event_type": TYPES[i % len(TYPES)]}
+    e = {"event_id": "e%08d" % i,
+         "event_time": "2026-01-%02dT%02d:%02d:%02dZ" % (1 + i % 28, i % 24, i % 60, (i * 7) % 60),
+         "event_type": TYPES[i % len(TYPES)]}
+    if 0 <= EVOLVE_FROM <= i:
+        e["amount"] = i * 10
+    return e
 
 
 def expected_rows(n):

@@ -7,10 +7,13 @@
 #                                         -Daws.responseChecksumValidation=when_required to the Connect JVM
 #      SCENARIO (plain|kill-connect|kill-floe): SIGKILL that process once mid-stream (after the first
 #               commit, while the rate-limited producer runs: RATE_EPS, default N/40 per s) and restart it
+#               auto-evolve: no namespace/table made beforehand; the connector runs with
+#               iceberg.tables.auto-create-enabled + evolve-schema-enabled, events N/2.. add a column
 #      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
 #      FLOE_BIN (build/floe)
 # Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
 set -euo pipefail
+{ # the whole script is parsed before it runs, so editing it does not break a running instance
 HERE="$(cd "$(dirname "$0")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${COMPAT_CACHE:-$HERE/.cache}"
@@ -21,7 +24,8 @@ CHECKSUM="${CHECKSUM:-default}"
 COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
 TASKS_MAX="${TASKS_MAX:-2}"
 WAIT_SECS="${WAIT_SECS:-600}"
-SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve
+if [ "$SCENARIO" = auto-evolve ]; then export COMPAT_EVOLVE_FROM=$(( N / 2 )); fi
 FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
 PY="$REPO/.venv/bin/python"
 AWS="$REPO/.venv/bin/aws"
@@ -45,11 +49,20 @@ S3=http://127.0.0.1:$S3P; CAT=http://127.0.0.1:$CATP; REST=http://127.0.0.1:$RP
 BOOT=127.0.0.1:$BP
 NS=compat_ns; TABLE=events; TOPIC=events
 
-PIDS=()
+PIDS=()          # everything started here, by pid (killed ones are skipped)
+FLOE_PID=; KAFKA_PID=; CONNECT_PID=; PROD_PID=
+stop_pid() { # pid secs: SIGTERM, wait up to secs, then SIGKILL
+  local p=$1 i
+  [ -n "$p" ] && kill -0 "$p" 2>/dev/null || return 0
+  kill "$p" 2>/dev/null || true
+  for ((i=0; i<$2*10; i++)); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true
+}
 cleanup() {
   local rc=$?
-  for ((i=${#PIDS[@]}-1; i>=0; i--)); do kill "${PIDS[$i]}" 2>/dev/null || true; done
-  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  # producer and Connect first, then the broker, then floe
+  stop_pid "$PROD_PID" 5; stop_pid "$CONNECT_PID" 20; stop_pid "$KAFKA_PID" 20; stop_pid "$FLOE_PID" 10
+  for p in "${PIDS[@]}"; do stop_pid "$p" 2; done
   log "stopped; logs in $RUN (rc=$rc)"
   [ "${KEEP:-1}" = 1 ] || rm -rf "$RUN"
 }
@@ -117,7 +130,7 @@ CLUSTER_ID=$(java -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.tools.StorageTool rand
 java -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.tools.StorageTool format -t "$CLUSTER_ID" \
     -c "$RUN/server.properties" >"$RUN/kafka-format.log" 2>&1 || { cat "$RUN/kafka-format.log"; die "kafka-storage format"; }
 java -Xms256m -Xmx768m -cp "$KLIB/*" "${JAVA_COMMON[@]}" kafka.Kafka "$RUN/server.properties" >"$RUN/kafka.log" 2>&1 &
-PIDS+=($!)
+KAFKA_PID=$!; PIDS+=($KAFKA_PID)
 kafka_ready() { "$PY" - "$BOOT" <<'PYEOF'
 import sys
 from confluent_kafka.admin import AdminClient
@@ -178,6 +191,9 @@ export AWS_ACCESS_KEY_ID=$FLOE_ROOT_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY=$FLOE_RO
 export AWS_DEFAULT_REGION=$REGION AWS_EC2_METADATA_DISABLED=true AWS_PAGER=""
 aws_t() { "$AWS" s3tables --endpoint-url "$CAT" --region $REGION "$@"; }
 ARN=$(aws_t create-table-bucket --name compat-bucket --query arn --output text) || die "create-table-bucket"
+if [ "$SCENARIO" = auto-evolve ]; then
+  log "table bucket $ARN created with the AWS CLI; namespace and table left to the connector (auto-create)"
+else
 aws_t create-namespace --table-bucket-arn "$ARN" --namespace $NS >"$RUN/aws-ns.json" || die "create-namespace"
 cat > "$RUN/create-table.json" <<J
 {
@@ -201,7 +217,15 @@ J
 aws_t create-table --cli-input-json "file://$RUN/create-table.json" >"$RUN/aws-table.json" || die "create-table"
 log "table bucket $ARN, table $NS.$TABLE created with the AWS CLI"
 
+fi
+
 # ---- connector -----------------------------------------------------------------
+EXTRA_CONNECTOR_PROPS=""
+if [ "$SCENARIO" = auto-evolve ]; then
+  EXTRA_CONNECTOR_PROPS=',
+  "iceberg.tables.auto-create-enabled": "true",
+  "iceberg.tables.evolve-schema-enabled": "true"'
+fi
 cat > "$RUN/connector.json" <<J
 {"name": "iceberg-sink", "config": {
   "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector",
@@ -226,7 +250,7 @@ cat > "$RUN/connector.json" <<J
   "key.converter": "org.apache.kafka.connect.json.JsonConverter",
   "key.converter.schemas.enable": "false",
   "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-  "value.converter.schemas.enable": "false"
+  "value.converter.schemas.enable": "false"$EXTRA_CONNECTOR_PROPS
 }}
 J
 curl -sf -X POST -H 'Content-Type: application/json' --data @"$RUN/connector.json" "$REST/connectors" >"$RUN/connector-created.json" \
@@ -245,7 +269,7 @@ failed_traces() {
 }
 table_rows() { (cd "$HERE" && "$PY" check.py count "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" 2>>"$RUN/check.log") || echo "?"; }
 RATE=0
-[ "$SCENARIO" = plain ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
+[ "$SCENARIO" = plain ] || [ "$SCENARIO" = auto-evolve ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
 (cd "$HERE" && exec "$PY" events.py produce "$BOOT" "$TOPIC" "$N" 0 "$RATE") >"$RUN/produce.log" 2>&1 &
 PROD_PID=$!; PIDS+=($PROD_PID)
 log "producing $N events (rate ${RATE:-unlimited}/s, scenario $SCENARIO)"
@@ -256,7 +280,7 @@ while :; do
   [ "$count" != "$last" ] && log "table rows: $count"; last=$count
   if [ "$count" != "?" ] && [ "$count" -gt "$N" ] 2>/dev/null; then die "table has $count rows > $N produced"; fi
   # kill mid-stream: after the first commit landed and while the producer is still running
-  if [ "$KILLED" = 0 ] && [ "$SCENARIO" != plain ] && [ "$count" != "?" ] && [ "$count" -gt 0 ] && kill -0 $PROD_PID 2>/dev/null; then
+  if [ "$KILLED" = 0 ] && [[ "$SCENARIO" == kill-* ]] && [ "$count" != "?" ] && [ "$count" -gt 0 ] && kill -0 $PROD_PID 2>/dev/null; then
     if [ "$SCENARIO" = kill-connect ]; then
       kill -9 $CONNECT_PID; wait $CONNECT_PID 2>/dev/null || true
       log "SIGKILL Connect (pid $CONNECT_PID) at $count committed rows, producer at: $(tail -1 "$RUN/produce.log")"
@@ -264,14 +288,14 @@ while :; do
     else
       kill -9 $FLOE_PID; wait $FLOE_PID 2>/dev/null || true
       log "SIGKILL floe (pid $FLOE_PID) at $count committed rows, producer at: $(tail -1 "$RUN/produce.log")"
-      sleep "${FLOE_DOWN_SECS:-5}"; start_floe
+      sleep "${FLOE_DOWN_SECS:-$(( COMMIT_INTERVAL_MS * 3 / 2000 ))}"; start_floe
     fi
     KILLED=1
   fi
   st=$(connector_status)
   if grep -q '"FAILED"' <<<"$st"; then
     failed_traces <<<"$st" >>"$RUN/failed-traces.txt"
-    if [ "$SCENARIO" != plain ] && [ "$RESTARTS" -lt "${MAX_TASK_RESTARTS:-3}" ]; then
+    if [[ "$SCENARIO" == kill-* ]] && [ "$RESTARTS" -lt "${MAX_TASK_RESTARTS:-3}" ]; then
       RESTARTS=$((RESTARTS+1))
       log "task FAILED after the kill (trace: $(failed_traces <<<"$st" | head -c 300 | tr '\n' ' ')); restart #$RESTARTS via REST"
       curl -sf -X POST "$REST/connectors/iceberg-sink/restart?includeTasks=true&onlyFailed=true" >/dev/null || true
@@ -292,3 +316,5 @@ wait $PROD_PID || die "producer failed: $(tail -3 "$RUN/produce.log")"
   || { tail -30 "$RUN/verify.txt"; die "verify"; }
 grep -v '^snapshot ' "$RUN/verify.txt"; log "$(grep -c '^snapshot ' "$RUN/verify.txt") snapshots; last: $(grep '^snapshot ' "$RUN/verify.txt" | tail -1 | cut -c1-400)"
 log "PASS: $N events -> exactly $N rows (Iceberg $ICEBERG_VERSION, checksum $CHECKSUM, scenario $SCENARIO, task restarts $RESTARTS)"
+exit 0
+}

@@ -395,10 +395,45 @@ def test_delete_table_version_token(floe, s3t, ttable):
 
 # ---------------------------------------------------------------- metadata location (CAS)
 
-def test_update_metadata_location(s3t, ttable):
+def put_metadata_file(floe, location, gz=False):
+    """Writes a small Iceberg metadata document at location through the data plane."""
+    bucket, key = location[len("s3://"):].split("/", 1)
+    doc = json.dumps({"format-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+                      "location": "s3://" + bucket, "last-sequence-number": 0,
+                      "last-updated-ms": 1700000000000, "last-column-id": 1, "current-schema-id": 0,
+                      "schemas": [{"type": "struct", "schema-id": 0, "fields": [
+                          {"id": 1, "name": "id", "type": "long", "required": True}]}],
+                      "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}],
+                      "last-partition-id": 999, "default-sort-order-id": 0,
+                      "sort-orders": [{"order-id": 0, "fields": []}], "properties": {},
+                      "current-snapshot-id": -1, "snapshots": [], "refs": {}, "snapshot-log": [],
+                      "metadata-log": []}).encode()
+    make_client(floe.endpoint).put_object(Bucket=bucket, Key=key, Body=gzip.compress(doc) if gz else doc)
+
+
+def test_update_metadata_location_needs_a_readable_file(floe, s3t, ttable):
+    arn, ns, name, created = ttable
+    wh = s3t.get_table_metadata_location(tableBucketARN=arn, namespace=ns, name=name)["warehouseLocation"]
+    missing = wh + "/metadata/00001-missing.metadata.json"
+    code, status, _ = client_error(s3t.update_table_metadata_location, tableBucketARN=arn, namespace=ns,
+                                   name=name, versionToken=created["versionToken"], metadataLocation=missing)
+    assert (code, status) == ("BadRequestException", 400)
+    garbage = wh + "/metadata/00001-garbage.metadata.json"
+    bucket, key = garbage[len("s3://"):].split("/", 1)
+    make_client(floe.endpoint).put_object(Bucket=bucket, Key=key, Body=b"not json")
+    code, status, _ = client_error(s3t.update_table_metadata_location, tableBucketARN=arn, namespace=ns,
+                                   name=name, versionToken=created["versionToken"], metadataLocation=garbage)
+    assert (code, status) == ("BadRequestException", 400)
+    g = s3t.get_table(tableBucketARN=arn, namespace=ns, name=name)
+    assert g["versionToken"] == created["versionToken"]
+
+
+def test_update_metadata_location(floe, s3t, ttable):
     arn, ns, name, created = ttable
     wh = s3t.get_table_metadata_location(tableBucketARN=arn, namespace=ns, name=name)["warehouseLocation"]
     new = wh + "/metadata/00001-aaaa.metadata.json"
+    put_metadata_file(floe, new)
+    put_metadata_file(floe, wh + "/metadata/00002-b.metadata.json.gz", gz=True)
     r = s3t.update_table_metadata_location(tableBucketARN=arn, namespace=ns, name=name,
                                            versionToken=created["versionToken"], metadataLocation=new)
     assert r["name"] == name and r["namespace"] == [ns] and r["tableARN"] == created["tableARN"]
@@ -438,6 +473,8 @@ def test_update_metadata_location_race(floe, ttable):
         tableBucketARN=arn, namespace=ns, name=name)["warehouseLocation"]
     results = []
     barrier = threading.Barrier(2)
+    for i in range(2):
+        put_metadata_file(floe, "%s/metadata/00001-racer%d.metadata.json" % (wh, i))
 
     def commit(i):
         c = make_s3tables_client(floe.catalog_port)

@@ -46,7 +46,7 @@ static fl_err_t mk_table(fl_catalog_t *c, const char *bucket, const char *ns, co
     snprintf(t.ns, sizeof t.ns, "%s", ns);
     snprintf(t.name, sizeof t.name, "%s", name);
     if (kind) snprintf(t.kind, sizeof t.kind, "%s", kind);
-    snprintf(t.warehouse, sizeof t.warehouse, "s3://wh-%s--table-s3", name);
+    snprintf(t.warehouse, sizeof t.warehouse, "s3://wh-%s-%s-%s--table-s3", bucket, ns, name);
     snprintf(t.owner, sizeof t.owner, "111122223333");
     snprintf(t.created_by, sizeof t.created_by, "111122223333");
     fl_err_t e = fl_catalog_table_create(c, &t);
@@ -209,7 +209,7 @@ FL_TEST(catalog_table_crud)
     CHECK_STR(g.type, "customer");
     CHECK_STR(g.format, "ICEBERG");
     CHECK_STR(g.kind, "table");
-    CHECK_STR(g.warehouse, "s3://wh-t1--table-s3");
+    CHECK_STR(g.warehouse, "s3://wh-bkt-ns1-t1--table-s3");
     CHECK_STR(g.metadata_location, "");
     CHECK_STR(g.version_token, t.version_token);
     CHECK_STR(g.owner, "111122223333");
