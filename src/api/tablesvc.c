@@ -290,3 +290,26 @@ fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool
     }
     return FL_OK;
 }
+
+int fl_tablesvc_sweep(const fl_catalog_cfg_t *cfg, int64_t created_before_ms)
+{
+    fl_bucket_info_t *bs = NULL;
+    size_t n = 0;
+    int swept = 0;
+    if (fl_store_bucket_list(cfg->store, &bs, &n) != FL_OK) return 0;
+    size_t sl = strlen(WAREHOUSE_SUFFIX);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(bs[i].name);
+        if (l <= sl || strcmp(bs[i].name + l - sl, WAREHOUSE_SUFFIX) != 0) continue;
+        if (bs[i].created_ms >= created_before_ms) continue; /* a stage-create may still commit */
+        char wh[128];
+        fl_table_t t;
+        snprintf(wh, sizeof wh, "s3://%s", bs[i].name);
+        if (fl_catalog_table_get_by_warehouse(cfg->cat, wh, &t) != FL_ERR_NOT_FOUND) continue;
+        purge_warehouse(cfg, bs[i].name);
+        swept++;
+    }
+    free(bs);
+    if (swept) fl_info("tables: swept %d warehouse(s) that no table owns", swept);
+    return swept;
+}

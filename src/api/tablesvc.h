@@ -42,4 +42,7 @@ bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location);
  * with purge, then every object of its warehouse and the bucket. */
 fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
                           const char *expect_token);
+/* Removes warehouse buckets created before created_before_ms that no table owns
+ * (abandoned stage-creates, a crash between warehouse and row). Returns how many. */
+int fl_tablesvc_sweep(const fl_catalog_cfg_t *cfg, int64_t created_before_ms);
 #endif

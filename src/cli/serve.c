@@ -3,6 +3,7 @@
  * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
 #include "api/catalog.h"
 #include "api/s3.h"
+#include "api/tablesvc.h"
 #include "auth/keys.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -214,6 +215,7 @@ int fl_cmd_serve(int argc, char **argv)
                                 .ud = &catcfg, .access_log = access_log };
     catsrv = fl_http_server_start(&cs);
     if (!catsrv) goto out;
+    fl_tablesvc_sweep(&catcfg, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
 
     if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
     printf("floe serve\n");
@@ -239,6 +241,7 @@ int fl_cmd_serve(int argc, char **argv)
         }
         if (fl_mono_ms() - last_sweep > 3600 * 1000) {
             fl_store_sweep(store, fl_now_ms());
+            fl_tablesvc_sweep(&catcfg, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
             last_sweep = fl_mono_ms();
         }
     }

@@ -1,0 +1,48 @@
+#include "test.h"
+#include "api/tablesvc.h"
+#include "base/time.h"
+#include <stdio.h>
+
+static fl_err_t put_small(fl_store_t *s, const char *bucket, const char *key)
+{
+    fl_blob_w_t *w = NULL;
+    fl_err_t e = fl_blob_w_open(s, &w);
+    if (!e) e = fl_blob_w_write(w, "x", 1);
+    if (e) { fl_blob_w_abort(w); return e; }
+    fl_obj_meta_t m = { .size = 1, .etag = "9dd4e461268c8034f5c8564e155c67a6", .headers = "" };
+    return fl_store_put(s, w, bucket, key, strlen(key), &m, NULL);
+}
+
+FL_TEST(tablesvc_sweeps_unowned_warehouses_only)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects", dir);
+    fl_store_t *store = fl_store_open(p);
+    snprintf(p, sizeof p, "%s/catalog.db", dir);
+    fl_catalog_t *cat = fl_catalog_open(p);
+    REQUIRE(store && cat);
+    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .region = "us-east-1", .account = "000000000000" };
+    fl_tbucket_t b = { .name = "lake" };
+    fl_arn_bucket(&cfg, "lake", b.arn);
+    REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
+    fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
+    REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
+    fl_namespace_free(&ns);
+    fl_table_t t;
+    const char *why = NULL;
+    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "owned", "tester", NULL, &t, &why) == FL_OK);
+    /* an abandoned warehouse with an object and an ordinary bucket */
+    REQUIRE(fl_store_bucket_create(store, "abandoned--table-s3") == FL_OK);
+    REQUIRE(put_small(store, "abandoned--table-s3", "data/f.parquet") == FL_OK);
+    REQUIRE(fl_store_bucket_create(store, "plain") == FL_OK);
+
+    CHECK_EQ(fl_tablesvc_sweep(&cfg, fl_now_ms() - 3600 * 1000), 0); /* too young */
+    CHECK_EQ(fl_tablesvc_sweep(&cfg, fl_now_ms() + 1000), 1);
+    fl_bucket_info_t bi;
+    CHECK_EQ(fl_store_bucket_head(store, "abandoned--table-s3", &bi), FL_ERR_NO_BUCKET);
+    CHECK_EQ(fl_store_bucket_head(store, "plain", &bi), FL_OK);
+    CHECK_EQ(fl_store_bucket_head(store, t.warehouse + 5, &bi), FL_OK);
+    fl_catalog_close(cat);
+    fl_store_close(store);
+}
