@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog clean
 
 all: build
 
@@ -44,6 +44,9 @@ fuzz:
 
 bench: build
 	@bash bench/run.sh
+
+bench-catalog: build
+	@bash bench/catalog.sh
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
