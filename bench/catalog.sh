@@ -12,59 +12,24 @@
 #   FLOE_BIN=build/floe
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=$ROOT/bench/.cache
-RUN_SECONDS=${BENCH_SECONDS:-4}
-RUNS=${BENCH_RUNS:-3}
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # ROOT, CACHE, RUN_SECONDS, RUNS, FLOE_BIN, keys, helpers
 LOAD_SNAPSHOTS=${CATALOG_LOAD_SNAPSHOTS:-50}
-FLOE_BIN=${FLOE_BIN:-$ROOT/build/floe}
 LOADGEN=$CACHE/bin/catalogload
-ACCESS_KEY=benchadmin
-SECRET_KEY=bench-secret-key-0123456789
 BUDGET_S=240 # no new runs after this many seconds (whole script < 5 min)
 
-START_TS=$(date +%s)
-LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
-STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-OUT=$ROOT/bench/out/catalog-$STAMP
-mkdir -p "$OUT" "$CACHE/bin"
-RESULTS=$OUT/results.jsonl
-: >"$RESULTS"
-mkdir -p "${BENCH_TMPDIR:-$ROOT/bench/out}"
-DATA=$(mktemp -d -p "${BENCH_TMPDIR:-$ROOT/bench/out}" data.XXXXXX)
-
-log() { printf '[catalog %3ds] %s\n' "$(($(date +%s) - START_TS))" "$*" >&2; }
-elapsed() { echo $(($(date +%s) - START_TS)); }
+bench_start catalog catalog- # OUT=bench/out/catalog-STAMP, RESULTS, DATA
 
 FLOE_PID=
 cleanup() {
-    if [ -n "$FLOE_PID" ] && kill -0 "$FLOE_PID" 2>/dev/null; then
-        kill -TERM "$FLOE_PID" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$FLOE_PID" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$FLOE_PID" 2>/dev/null || true
-    fi
-    [ -n "$FLOE_PID" ] && wait "$FLOE_PID" 2>/dev/null || true
+    if [ -n "$FLOE_PID" ]; then stop_pid "$FLOE_PID"; fi
     rm -rf "$DATA"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {
-    local p
-    for _ in $(seq 100); do
-        p=$((20000 + RANDOM % 20000))
-        if port_free "$p"; then echo "$p"; return 0; fi
-    done
-    return 1
-}
-
 # ---------- build (the load generator does not depend on src/) ----------
-if [ ! -x "$LOADGEN" ] || [ "$ROOT/bench/catalogload.c" -nt "$LOADGEN" ]; then
-    log "building catalogload"
-    gcc -O2 -g -Wall -Wextra -Werror -std=gnu17 "$ROOT/bench/catalogload.c" -o "$LOADGEN" \
-        -lcrypto -lpthread
-fi
+build_loadgen catalogload "$LOADGEN" -lcrypto -lpthread
 if [ ! -x "$FLOE_BIN" ]; then
     log "building floe"
     make -C "$ROOT" build >&2
@@ -80,16 +45,7 @@ FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
     --catalog-listen "127.0.0.1:$P2" --access-log false >"$OUT/floe.log" 2>&1 &
 FLOE_PID=$!
 ENDPOINT=http://127.0.0.1:$P2
-ready=0
-for _ in $(seq 300); do
-    kill -0 "$FLOE_PID" 2>/dev/null || break
-    if [ "$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$ENDPOINT/health" || true)" = 200 ]; then
-        ready=1
-        break
-    fi
-    sleep 0.1
-done
-[ "$ready" = 1 ] || { log "floe did not start (see $OUT/floe.log)"; cat "$OUT/floe.log" >&2; exit 1; }
+wait_http_200 "$ENDPOINT/health" 30 "$FLOE_PID" || { log "floe did not start (see $OUT/floe.log)"; cat "$OUT/floe.log" >&2; exit 1; }
 
 LG=("$LOADGEN" --endpoint "$ENDPOINT" --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY"
     --bucket bench --namespace bench --server-pid "$FLOE_PID")
@@ -121,8 +77,6 @@ FIGURES=(
 )
 P99_MAX_LOAD=5 # ms, loadTable
 
-jget() { sed -n "s/.*\"$1\":\\([-0-9.]*\\).*/\\1/p"; }
-
 for i in "${!FIGURES[@]}"; do
     IFS='|' read -r name op clients unit target <<<"${FIGURES[$i]}"
     for r in $(seq "$RUNS"); do
@@ -147,18 +101,17 @@ for i in "${!FIGURES[@]}"; do
             "client $(echo "$line" | jget client_cpu_s), other $(echo "$line" | jget other_cpu_s))"
     done
 done
-PEAK_RSS=$(awk '/^VmHWM:/ {printf "%.0f", $2/1024}' "/proc/$FLOE_PID/status" 2>/dev/null || echo "?")
+PEAK_RSS=$(peak_rss_mib "$FLOE_PID")
 cleanup
 FLOE_PID=
 
 # ---------- report ----------
-GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || GIT_REV="$GIT_REV+dirty"
-FSTYPE=$(df -T "${BENCH_TMPDIR:-$ROOT/bench/out}" | awk 'NR==2 {print $2" on "$1}')
+GIT_REV=$(git_rev)
+FSTYPE=$(fs_of "${BENCH_TMPDIR:-$ROOT/bench/out}")
 LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
 {
     echo "floe catalog benchmark  $STAMP"
-    echo "machine : $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); data dir on $FSTYPE"
+    echo "machine : $(machine_line); data dir on $FSTYPE"
     echo "server  : floe $GIT_REV serve --access-log false, catalog port 127.0.0.1, SQLite catalog (WAL, synchronous=FULL)"
     echo "client  : bench/catalogload, one thread + one keep-alive HTTP/1.1 connection per client, SigV4 's3tables'"
     echo "          (body SHA-256 signed), 1 untimed loadTable per client, then all start at a barrier"
@@ -168,14 +121,7 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
     echo "          p50/p99 = successful POST; e2e = first attempt to success (conflicts and retries included)"
     echo "runs    : $RUNS x ${RUN_SECONDS}s per figure, median; load average at start $LOAD_AT_START"
     echo
-    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | paste -sd'#')" -v p99max="$P99_MAX_LOAD" -v ncpu="$(nproc)" '
-        function get(l, k) { return match(l, "\"" k "\":[-0-9.]+") ? substr(l, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : "" }
-        function med(key,   n, i, j, t, a) {
-            if (vals[key] == "") return ""
-            n = split(vals[key], a, " ")
-            for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
+    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | paste -sd'#')" -v p99max="$P99_MAX_LOAD" -v ncpu="$(nproc)" "$AWK_LIB"'
         function add(key, v) { if (v != "") vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
         {
             if (!match($0, /"label":"[^"]*"/)) next
@@ -231,7 +177,7 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
         printf "%5d-%-6d %10.0f %8.2f %8.2f %12.0f %16.2f\n", (NR - 1) * 100, NR * 100, v["\"req_s\""], v["\"p50_ms\""],
                v["\"p99_ms\""], v["\"resp_bytes\""] / 1024, v["\"server_cpu_s\""] * 1000 / (v["\"ops\""] > 0 ? v["\"ops\""] : 1) }' "$OUT/scale.jsonl"
     echo
-    echo "floe peak RSS (VmHWM): ${PEAK_RSS} MiB"
+    echo "floe peak RSS (VmHWM): ${PEAK_RSS:-?} MiB"
     echo
     echo "raw results: $RESULTS; floe log: $OUT/floe.log; total $(elapsed)s"
 } | tee "$OUT/table.txt"

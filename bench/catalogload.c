@@ -38,85 +38,38 @@
  * client_cpu_s, server_cpu_s, other_cpu_s, reconnects. Exit status 1 if a
  * request failed (a 409 on commit is not a failure).
  *
+ * What it shares with bench/s3load.c (options, HTTP/1.1 connection, SigV4,
+ * latency and CPU accounting) is in bench/loadgen.h (found next to it).
+ *
  * Standalone build: gcc -O2 -Wall -Wextra -Werror -std=gnu17 bench/catalogload.c -lcrypto -lpthread
  * The CMake build also compiles it (linked with floe_core, which it does not use). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr, memmem */
 #endif
-#include <errno.h>
-#include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
+#define LG_NAME "catalogload"
+#include "loadgen.h"
 
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-#define MAX_CONSEC_ERRORS 20
+#include <signal.h>
+#include <sys/random.h>
+
 #define RBUF_SIZE (256 * 1024)
-#define IO_TIMEOUT_S 60
 #define SERVICE "s3tables"
 
 typedef enum { OP_LOAD, OP_COMMIT } op_t;
 
+/* Besides the common options in lg (loadgen.h). */
 static struct {
-    const char *endpoint, *access_key, *secret_key, *region, *label;
     const char *bucket, *ns, *table;
     op_t op;
-    int clients;
-    double seconds;
-    long requests;
-    long server_pid;
     bool setup_only;
 } cfg;
 
-static char g_hostport[256];
-static struct sockaddr_storage g_addr;
-static socklen_t g_addrlen;
-static pthread_barrier_t g_barrier;
-static atomic_long g_remaining;
-static double g_deadline;
-static atomic_int g_first_error_printed;
 static char g_arn[256];
 static char g_prefix[512];     /* percent-encoded ARN */
 static char g_tpath[1024];     /* /iceberg/v1/{prefix}/namespaces/{ns}/tables/{t} */
 static char g_warehouse[256];  /* table location, s3://... */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "catalogload: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(2);
-}
-
-/* ======================= HTTP/1.1 + SigV4 over one socket ======================= */
+/* ======================= requests (HTTP/1.1 + SigV4, loadgen.h) ======================= */
 
 typedef struct {
     long status;
@@ -124,37 +77,8 @@ typedef struct {
     char *body;          /* captured response body (when asked), NUL-terminated */
     size_t blen, bcap;
     bool capture;
-    char err[512];
+    char err[LG_ERR_MAX];
 } result_t;
-
-typedef struct {
-    int fd;
-    bool reused;
-    char *rbuf;
-    size_t rlen, roff;
-    uint64_t rx;
-    long connects;
-    char kdate[9];
-    unsigned char kkey[32];
-    char head[4096];
-} conn_t;
-
-static void hex32(char out[65], const unsigned char in[32])
-{
-    static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hx[in[i] >> 4];
-        out[2 * i + 1] = hx[in[i] & 15];
-    }
-    out[64] = 0;
-}
-
-static void hmac256(const void *key, size_t klen, const char *msg, unsigned char out[32])
-{
-    unsigned int olen = 32;
-    if (!HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &olen))
-        die("HMAC failed");
-}
 
 static void sha256_hex(const void *p, size_t n, char out[65])
 {
@@ -181,137 +105,10 @@ static void canon_uri(const char *path, char *out, size_t n)
     out[o] = 0;
 }
 
-/* Authorization header value. query: canonical query string ("" if none). */
-static void sigv4(conn_t *c, const char *method, const char *path, const char *query,
-                  const char *payload_hash, const char *amzdate, char *auth, size_t authlen)
+/* Response body bytes: kept in x->body when x->capture, else only counted. */
+static void body_add(void *ctx, const char *p, size_t n)
 {
-    char date[9];
-    memcpy(date, amzdate, 8);
-    date[8] = 0;
-    if (strcmp(date, c->kdate) != 0) {
-        char secret[300];
-        unsigned char k1[32], k2[32];
-        snprintf(secret, sizeof(secret), "AWS4%s", cfg.secret_key);
-        hmac256(secret, strlen(secret), date, k1);
-        hmac256(k1, 32, cfg.region, k2);
-        hmac256(k2, 32, SERVICE, k1);
-        hmac256(k1, 32, "aws4_request", c->kkey);
-        memcpy(c->kdate, date, 9);
-    }
-    char curi[2048], canon[3072], hx[65], sts[512], sig[65];
-    unsigned char h[32];
-    canon_uri(path, curi, sizeof(curi));
-    int n = snprintf(canon, sizeof(canon),
-                     "%s\n%s\n%s\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n"
-                     "host;x-amz-content-sha256;x-amz-date\n%s",
-                     method, curi, query, g_hostport, payload_hash, amzdate, payload_hash);
-    if (n < 0 || (size_t)n >= sizeof(canon))
-        die("request too long");
-    SHA256((const unsigned char *)canon, (size_t)n, h);
-    hex32(hx, h);
-    snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/" SERVICE "/aws4_request\n%s",
-             amzdate, date, cfg.region, hx);
-    hmac256(c->kkey, 32, sts, h);
-    hex32(sig, h);
-    snprintf(auth, authlen,
-             "AWS4-HMAC-SHA256 Credential=%s/%s/%s/" SERVICE "/aws4_request, "
-             "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=%s",
-             cfg.access_key, date, cfg.region, sig);
-}
-
-static void conn_close(conn_t *c)
-{
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    c->rlen = c->roff = 0;
-}
-
-static void conn_init(conn_t *c)
-{
-    memset(c, 0, sizeof(*c));
-    c->fd = -1;
-    c->rbuf = malloc(RBUF_SIZE);
-    if (!c->rbuf)
-        die("out of memory");
-}
-
-static void conn_free(conn_t *c)
-{
-    conn_close(c);
-    free(c->rbuf);
-}
-
-static int conn_connect(conn_t *c, result_t *x)
-{
-    conn_close(c);
-    int fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
-        close(fd);
-        goto fail;
-    }
-    c->fd = fd;
-    c->reused = false;
-    c->rx = 0;
-    c->connects++;
-    return 0;
-fail:
-    snprintf(x->err, sizeof(x->err), "connect: %s", strerror(errno));
-    return -1;
-}
-
-static int conn_fill(conn_t *c, result_t *x)
-{
-    if (c->roff == c->rlen)
-        c->roff = c->rlen = 0;
-    else if (c->roff > 0 && c->rlen == RBUF_SIZE) {
-        memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
-        c->rlen -= c->roff;
-        c->roff = 0;
-    }
-    if (c->rlen == RBUF_SIZE) {
-        snprintf(x->err, sizeof(x->err), "response head too large");
-        return -1;
-    }
-    ssize_t n;
-    do
-        n = recv(c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen, 0);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) {
-        snprintf(x->err, sizeof(x->err), "recv: %s", n == 0 ? "connection closed" : strerror(errno));
-        return -1;
-    }
-    c->rlen += (size_t)n;
-    c->rx += (uint64_t)n;
-    return 0;
-}
-
-static char *conn_line(conn_t *c, result_t *x)
-{
-    for (;;) {
-        char *s = c->rbuf + c->roff;
-        char *e = memchr(s, '\n', c->rlen - c->roff);
-        if (e) {
-            c->roff = (size_t)(e + 1 - c->rbuf);
-            if (e > s && e[-1] == '\r')
-                e--;
-            *e = 0;
-            return s;
-        }
-        if (conn_fill(c, x) != 0)
-            return NULL;
-    }
-}
-
-static void body_add(result_t *x, const char *p, size_t n)
-{
+    result_t *x = ctx;
     if (!x->capture) {
         x->blen += n;
         return;
@@ -330,61 +127,20 @@ static void body_add(result_t *x, const char *p, size_t n)
     x->body[x->blen] = 0;
 }
 
-static int conn_take(conn_t *c, uint64_t n, result_t *x)
-{
-    while (n > 0) {
-        if (c->roff == c->rlen && conn_fill(c, x) != 0)
-            return -1;
-        size_t k = c->rlen - c->roff;
-        if (k > n)
-            k = (size_t)n;
-        body_add(x, c->rbuf + c->roff, k);
-        c->roff += k;
-        n -= k;
-    }
-    return 0;
-}
-
-static int send_all(int fd, struct iovec *iov, int cnt, result_t *x)
-{
-    while (cnt > 0) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(x->err, sizeof(x->err), "send: %s", strerror(errno));
-            return -1;
-        }
-        while (cnt > 0 && (size_t)n >= iov->iov_len) {
-            n -= (ssize_t)iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (char *)iov->iov_base + n;
-            iov->iov_len -= (size_t)n;
-        }
-    }
-    return 0;
-}
-
 /* One attempt: 0 when a final response was read; *retryable when a reused
  * connection yielded nothing at all (closed idle by the server). */
-static int attempt(conn_t *c, const char *method, const char *path, const char *query,
+static int attempt(lg_conn_t *c, const char *method, const char *path, const char *query,
                    const char *body, size_t len, result_t *x, bool *retryable)
 {
     *retryable = false;
-    char amzdate[17], ph[65], auth[512];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(amzdate, sizeof(amzdate), "%Y%m%dT%H%M%SZ", &tm);
+    char amzdate[17], ph[65], auth[512], curi[2048];
+    lg_amzdate(amzdate);
     if (len)
         sha256_hex(body, len, ph);
     else
         memcpy(ph, EMPTY_SHA256, 65);
-    sigv4(c, method, path, query, ph, amzdate, auth, sizeof(auth));
+    canon_uri(path, curi, sizeof(curi));
+    lg_sigv4(&c->key, SERVICE, method, curi, query, ph, amzdate, auth, sizeof(auth));
     char clen[96] = "";
     if (len || strcmp(method, "GET") != 0)
         snprintf(clen, sizeof(clen), "Content-Type: application/json\r\nContent-Length: %zu\r\n", len);
@@ -398,80 +154,26 @@ static int attempt(conn_t *c, const char *method, const char *path, const char *
     bool was_reused = c->reused;
     uint64_t rx0 = c->rx;
     struct iovec iov[2] = {{c->head, (size_t)hn}, {(void *)body, len}};
-    if (send_all(c->fd, iov, len ? 2 : 1, x) != 0) {
+    if (lg_send_all(c->fd, iov, len ? 2 : 1, x->err) != 0) {
         *retryable = was_reused;
         return -1;
     }
     bool chunked, close_after;
-    char *l;
-    for (;;) { /* status line + headers; skip 1xx */
-        l = conn_line(c, x);
-        if (!l) {
+    do { /* status line + headers; skip 1xx */
+        if (lg_read_head(c, x->err, &x->status, &x->clen, &chunked, &close_after) != 0) {
             *retryable = was_reused && c->rx == rx0;
             return -1;
         }
-        int minor = 1;
-        if (sscanf(l, "HTTP/1.%d %ld", &minor, &x->status) != 2) {
-            snprintf(x->err, sizeof(x->err), "bad status line: %.200s", l);
-            return -1;
-        }
-        x->clen = -1;
-        chunked = false;
-        close_after = minor == 0;
-        while ((l = conn_line(c, x)) && *l) {
-            char *v = strchr(l, ':');
-            if (!v)
-                continue;
-            *v++ = 0;
-            while (*v == ' ' || *v == '\t')
-                v++;
-            if (strcasecmp(l, "content-length") == 0)
-                x->clen = strtoll(v, NULL, 10);
-            else if (strcasecmp(l, "transfer-encoding") == 0)
-                chunked = strcasestr(v, "chunked") != NULL;
-            else if (strcasecmp(l, "connection") == 0)
-                close_after = strcasestr(v, "close") != NULL;
-        }
-        if (!l)
-            return -1;
-        if (x->status >= 200)
-            break;
-    }
-    if (strcmp(method, "HEAD") == 0 || x->status == 204 || x->status == 304) {
-        /* no body */
-    } else if (chunked) {
-        for (;;) {
-            if (!(l = conn_line(c, x)))
-                return -1;
-            uint64_t n = strtoull(l, NULL, 16);
-            if (n == 0)
-                break;
-            if (conn_take(c, n, x) != 0 || !conn_line(c, x))
-                return -1;
-        }
-        while ((l = conn_line(c, x)) && *l) { /* trailers */
-        }
-        if (!l)
-            return -1;
-    } else if (x->clen >= 0) {
-        if (conn_take(c, (uint64_t)x->clen, x) != 0)
-            return -1;
-    } else {
-        close_after = true;
-        while (conn_fill(c, x) == 0) {
-            body_add(x, c->rbuf + c->roff, c->rlen - c->roff);
-            c->roff = c->rlen;
-        }
-    }
-    if (close_after)
-        conn_close(c);
-    else
-        c->reused = true;
+    } while (x->status < 200);
+    if (lg_read_body(c, strcmp(method, "HEAD") == 0, x->status, x->clen, chunked, &close_after,
+                     body_add, x, x->err) != 0)
+        return -1;
+    lg_conn_done(c, close_after);
     return 0;
 }
 
 /* A request; returns the HTTP status or -1. With capture, x->body holds the body. */
-static long request(conn_t *c, const char *method, const char *path, const char *query,
+static long request(lg_conn_t *c, const char *method, const char *path, const char *query,
                     const char *body, size_t len, bool capture, result_t *x)
 {
     for (int a = 0; a < 2; a++) {
@@ -482,12 +184,12 @@ static long request(conn_t *c, const char *method, const char *path, const char 
         x->err[0] = 0;
         if (x->body)
             x->body[0] = 0;
-        if (c->fd < 0 && conn_connect(c, x) != 0)
+        if (c->fd < 0 && lg_conn_connect(c, x->err) != 0)
             return -1;
         bool retryable;
         if (attempt(c, method, path, query, body, len, x, &retryable) == 0)
             return x->status;
-        conn_close(c);
+        lg_conn_close(c);
         if (!retryable)
             break;
     }
@@ -496,9 +198,7 @@ static long request(conn_t *c, const char *method, const char *path, const char 
 
 static void report_error(const char *what, const result_t *x)
 {
-    if (atomic_exchange(&g_first_error_printed, 1) == 0)
-        fprintf(stderr, "catalogload: %s: status %ld: %.400s\n", what, x->status,
-                x->err[0] ? x->err : (x->body ? x->body : ""));
+    lg_report_error(what, NULL, x->status, x->err[0] ? x->err : (x->body ? x->body : ""));
 }
 
 /* ======================= tiny JSON peeking ======================= */
@@ -579,7 +279,7 @@ static bool find_arn(const char *list)
     return false;
 }
 
-static void setup(conn_t *c)
+static void setup(lg_conn_t *c)
 {
     result_t x = {0};
     char body[1024], path[1536];
@@ -636,25 +336,9 @@ static void setup(conn_t *c)
 /* ======================= clients ======================= */
 
 typedef struct {
-    double *v;
-    size_t n, cap;
-} lat_t;
-
-static void lat_push(lat_t *l, double v)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 4096;
-        l->v = realloc(l->v, l->cap * sizeof(double));
-        if (!l->v)
-            die("out of memory");
-    }
-    l->v[l->n++] = v;
-}
-
-typedef struct {
     int id;
     pthread_t th;
-    conn_t conn;
+    lg_conn_t conn;
     result_t x;
     long ops, errors, conflicts, reloads, consec;
     lat_t lat, e2e;
@@ -666,13 +350,6 @@ typedef struct {
     int64_t seq;      /* last-sequence-number */
     uint64_t rng;
 } client_t;
-
-static bool take_request(void)
-{
-    if (cfg.requests > 0)
-        return atomic_fetch_sub(&g_remaining, 1) > 0;
-    return now_s() < g_deadline;
-}
 
 static uint64_t next_rand(client_t *cl)
 {
@@ -708,7 +385,7 @@ static bool reload(client_t *cl)
 static void *client_setup(void *arg)
 {
     client_t *cl = arg;
-    conn_init(&cl->conn);
+    lg_conn_init(&cl->conn, RBUF_SIZE);
     uint64_t seed = 0;
     if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
         seed = (uint64_t)time(NULL) * 2654435761u + (uint64_t)cl->id;
@@ -809,7 +486,7 @@ static void *client_timed(void *arg)
                     stop = ++cl->consec >= MAX_CONSEC_ERRORS;
                     break;
                 }
-                if (cfg.requests <= 0 && now_s() >= g_deadline)
+                if (lg.requests <= 0 && now_s() >= g_deadline)
                     break; /* the window closed while retrying: abandon */
                 continue;
             }
@@ -825,75 +502,6 @@ static void *client_timed(void *arg)
     return NULL;
 }
 
-/* ======================= accounting (as s3load) ======================= */
-
-static double proc_cpu_s(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static double machine_busy_s(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return -1;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n != 8)
-        return -1;
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double p = *(const double *)a, q = *(const double *)b;
-    return (p > q) - (p < q);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0;
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
-
-/* All clients' samples of one kind, sorted. */
-static double *merge(client_t *cls, bool e2e, size_t *n_out)
-{
-    size_t n = 0;
-    for (int i = 0; i < cfg.clients; i++)
-        n += e2e ? cls[i].e2e.n : cls[i].lat.n;
-    double *all = malloc((n ? n : 1) * sizeof(double));
-    if (!all)
-        die("out of memory");
-    size_t k = 0;
-    for (int i = 0; i < cfg.clients; i++) {
-        lat_t *l = e2e ? &cls[i].e2e : &cls[i].lat;
-        if (l->n)
-            memcpy(all + k, l->v, l->n * sizeof(double));
-        k += l->n;
-        free(l->v);
-    }
-    qsort(all, n, sizeof(double), cmp_double);
-    *n_out = n;
-    return all;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -902,33 +510,6 @@ static void usage(void)
             "                   [--bucket TABLE_BUCKET] [--namespace NS] [--table T]\n"
             "                   [--region R] [--label L] [--server-pid PID] [--setup-only]\n");
     exit(2);
-}
-
-static void parse_endpoint(void)
-{
-    const char *e = cfg.endpoint;
-    if (strncmp(e, "http://", 7) != 0)
-        die("--endpoint must be http://HOST[:PORT]");
-    e += 7;
-    size_t n = strlen(e);
-    if (n == 0 || n >= sizeof(g_hostport) || strchr(e, '/'))
-        die("--endpoint must be http://HOST[:PORT] (no path)");
-    memcpy(g_hostport, e, n + 1);
-    char host[256], port[16] = "80";
-    const char *colon = strrchr(e, ':');
-    if (colon && e[0] != '[') {
-        snprintf(host, sizeof(host), "%.*s", (int)(colon - e), e);
-        snprintf(port, sizeof(port), "%s", colon + 1);
-    } else {
-        snprintf(host, sizeof(host), "%s", e);
-    }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0)
-        die("resolve %s: %s", host, gai_strerror(rc));
-    memcpy(&g_addr, ai->ai_addr, ai->ai_addrlen);
-    g_addrlen = ai->ai_addrlen;
-    freeaddrinfo(ai);
 }
 
 static bool safe_name(const char *s)
@@ -941,94 +522,67 @@ static bool safe_name(const char *s)
     return true;
 }
 
+static const char *g_op_arg; /* --op */
+
+/* catalogload's own options (the common ones are in loadgen.h). */
+static bool own_arg(const char *a, const char *v)
+{
+    if (strcmp(a, "--bucket") == 0) cfg.bucket = v;
+    else if (strcmp(a, "--namespace") == 0) cfg.ns = v;
+    else if (strcmp(a, "--table") == 0) cfg.table = v;
+    else if (strcmp(a, "--op") == 0) g_op_arg = v;
+    else return false;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
-    cfg.region = "us-east-1";
-    cfg.label = "";
     cfg.bucket = "bench";
     cfg.ns = "bench";
     cfg.table = "t";
-    cfg.clients = 1;
-    const char *op = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--setup-only") == 0) {
-            cfg.setup_only = true;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || i + 1 >= argc)
-            usage();
-        const char *v = argv[++i];
-        if (strcmp(a, "--endpoint") == 0) cfg.endpoint = v;
-        else if (strcmp(a, "--access-key") == 0) cfg.access_key = v;
-        else if (strcmp(a, "--secret-key") == 0) cfg.secret_key = v;
-        else if (strcmp(a, "--bucket") == 0) cfg.bucket = v;
-        else if (strcmp(a, "--namespace") == 0) cfg.ns = v;
-        else if (strcmp(a, "--table") == 0) cfg.table = v;
-        else if (strcmp(a, "--region") == 0) cfg.region = v;
-        else if (strcmp(a, "--label") == 0) cfg.label = v;
-        else if (strcmp(a, "--op") == 0) op = v;
-        else if (strcmp(a, "--clients") == 0) cfg.clients = atoi(v);
-        else if (strcmp(a, "--seconds") == 0) cfg.seconds = atof(v);
-        else if (strcmp(a, "--requests") == 0) cfg.requests = atol(v);
-        else if (strcmp(a, "--server-pid") == 0) cfg.server_pid = atol(v);
-        else usage();
-    }
-    if (!cfg.endpoint || !cfg.access_key || !cfg.secret_key || (!op && !cfg.setup_only) ||
-        cfg.clients < 1 || cfg.clients > 1024 ||
-        (!cfg.setup_only && (cfg.seconds <= 0) == (cfg.requests <= 0)))
+    lg_parse_args(argc, argv, "--setup-only", &cfg.setup_only, own_arg, usage);
+    const char *op = g_op_arg;
+    if (!lg.endpoint || !lg.access_key || !lg.secret_key || (!op && !cfg.setup_only) ||
+        lg.clients < 1 || lg.clients > 1024 ||
+        (!cfg.setup_only && (lg.seconds <= 0) == (lg.requests <= 0)))
         usage();
     if (!op || strcmp(op, "load") == 0) cfg.op = OP_LOAD;
     else if (strcmp(op, "commit") == 0) cfg.op = OP_COMMIT;
     else usage();
     if (!safe_name(cfg.bucket) || !safe_name(cfg.ns) || !safe_name(cfg.table))
         die("bucket, namespace and table must be made of [a-z0-9_-]");
-    parse_endpoint();
+    lg_parse_endpoint();
     signal(SIGPIPE, SIG_IGN);
 
     {
-        conn_t c;
-        conn_init(&c);
+        lg_conn_t c;
+        lg_conn_init(&c, RBUF_SIZE);
         setup(&c);
-        conn_free(&c);
+        lg_conn_free(&c);
     }
     if (cfg.setup_only)
         return 0;
 
-    client_t *cls = calloc((size_t)cfg.clients, sizeof(client_t));
+    client_t *cls = calloc((size_t)lg.clients, sizeof(client_t));
     if (!cls)
         die("out of memory");
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    for (int i = 0; i < cfg.clients; i++) {
+    for (int i = 0; i < lg.clients; i++)
         cls[i].id = i;
-        if (pthread_create(&cls[i].th, &attr, client_setup, &cls[i]) != 0)
-            die("pthread_create failed");
-    }
-    for (int i = 0; i < cfg.clients; i++)
-        pthread_join(cls[i].th, NULL);
-    pthread_barrier_init(&g_barrier, NULL, (unsigned)cfg.clients + 1);
-    atomic_store(&g_remaining, cfg.requests);
-    for (int i = 0; i < cfg.clients; i++)
-        if (pthread_create(&cls[i].th, &attr, client_timed, &cls[i]) != 0)
-            die("pthread_create failed");
-    pthread_attr_destroy(&attr);
-    pthread_barrier_wait(&g_barrier);
-    struct rusage ru0, ru1;
-    getrusage(RUSAGE_SELF, &ru0);
-    double srv0 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach0 = machine_busy_s();
-    double t0 = now_s();
-    g_deadline = t0 + cfg.seconds;
-    pthread_barrier_wait(&g_barrier);
-    for (int i = 0; i < cfg.clients; i++)
+    lg_run_each(client_setup, cls, sizeof(*cls), lg.clients); /* setup: a thread per client */
+    pthread_barrier_init(&g_barrier, NULL, (unsigned)lg.clients + 1);
+    atomic_store(&g_remaining, lg.requests);
+    for (int i = 0; i < lg.clients; i++)
+        lg_spawn(&cls[i].th, client_timed, &cls[i]);
+    lg_cpu_mark_t m0;
+    double t0 = lg_start_timed(&m0);
+    for (int i = 0; i < lg.clients; i++)
         pthread_join(cls[i].th, NULL);
 
     long ops = 0, errors = 0, conflicts = 0, reloads = 0, connects = 0;
     size_t resp_bytes = 0;
     bool setup_failed = false;
     double t_end = t0;
-    for (int i = 0; i < cfg.clients; i++) {
+    for (int i = 0; i < lg.clients; i++) {
         ops += cls[i].ops;
         errors += cls[i].errors;
         conflicts += cls[i].conflicts;
@@ -1040,45 +594,30 @@ int main(int argc, char **argv)
         if (cls[i].t_end > t_end)
             t_end = cls[i].t_end;
     }
-    getrusage(RUSAGE_SELF, &ru1);
-    double srv1 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach1 = machine_busy_s();
+    lg_cpu_t cpu = lg_cpu_since(&m0);
     double secs = t_end - t0;
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
-                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-    double server_cpu = (srv0 >= 0 && srv1 >= 0) ? srv1 - srv0 : -1;
-    double other_cpu = -1;
-    if (mach0 >= 0 && mach1 >= 0) {
-        other_cpu = mach1 - mach0 - cpu - (server_cpu > 0 ? server_cpu : 0);
-        if (other_cpu < 0)
-            other_cpu = 0;
+    lat_t lat = {0}, e2e = {0};
+    for (int i = 0; i < lg.clients; i++) {
+        lat_move(&lat, &cls[i].lat);
+        lat_move(&e2e, &cls[i].e2e);
     }
-    size_t nl, ne;
-    double *lat = merge(cls, false, &nl), *e2e = merge(cls, true, &ne);
-    if (cfg.op == OP_LOAD) {
-        free(e2e);
-        e2e = lat;
-        ne = nl;
-    }
+    lat_sort(&lat);
+    lat_sort(&e2e);
+    const lat_t *e = cfg.op == OP_LOAD ? &lat : &e2e; /* a load is its own end-to-end */
     printf("{\"label\":\"%s\",\"op\":\"%s\",\"clients\":%d,\"ops\":%ld,\"errors\":%ld,"
            "\"conflicts\":%ld,\"reloads\":%ld,\"seconds\":%.3f,\"req_s\":%.1f,"
            "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"e2e_p50_ms\":%.3f,\"e2e_p99_ms\":%.3f,"
-           "\"resp_bytes\":%zu,\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"other_cpu_s\":%.3f,"
-           "\"reconnects\":%ld}\n",
-           cfg.label, cfg.op == OP_LOAD ? "load" : "commit", cfg.clients, ops, errors, conflicts,
-           reloads, secs, secs > 0 ? (double)ops / secs : 0.0, pct(lat, nl, 0.50) * 1e3,
-           pct(lat, nl, 0.99) * 1e3, pct(e2e, ne, 0.50) * 1e3, pct(e2e, ne, 0.99) * 1e3,
-           resp_bytes, cpu, server_cpu, other_cpu,
-           connects > cfg.clients ? connects - cfg.clients : 0);
-    fflush(stdout);
-    for (int i = 0; i < cfg.clients; i++) {
-        conn_free(&cls[i].conn);
+           "\"resp_bytes\":%zu",
+           lg.label, cfg.op == OP_LOAD ? "load" : "commit", lg.clients, ops, errors, conflicts,
+           reloads, secs, secs > 0 ? (double)ops / secs : 0.0, lat_pct(&lat, 0.50) * 1e3,
+           lat_pct(&lat, 0.99) * 1e3, lat_pct(e, 0.50) * 1e3, lat_pct(e, 0.99) * 1e3, resp_bytes);
+    lg_print_tail(&cpu, connects);
+    for (int i = 0; i < lg.clients; i++) {
+        lg_conn_free(&cls[i].conn);
         free(cls[i].x.body);
     }
-    if (e2e != lat)
-        free(e2e);
-    free(lat);
+    free(e2e.v);
+    free(lat.v);
     free(cls);
     pthread_barrier_destroy(&g_barrier);
     return (ops == 0 || errors > 0 || setup_failed) ? 1 : 0;

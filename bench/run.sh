@@ -16,46 +16,25 @@
 #   MINIO_VERSION=<module version to build if MINIO_BIN is missing>
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=$ROOT/bench/.cache
-RUN_SECONDS=${BENCH_SECONDS:-4}
-RUNS=${BENCH_RUNS:-3}
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # ROOT, CACHE, RUN_SECONDS, RUNS, FLOE_BIN, keys, helpers
 ENGINE=${BENCH_ENGINE:-raw}
 THREADS=${BENCH_THREADS:-0}
 SERVERS=${BENCH_SERVERS:-floe peer}
-FLOE_BIN=${FLOE_BIN:-$ROOT/build/floe}
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 MINIO_BIN=${MINIO_BIN:-$CACHE/gobin/minio}
 S3LOAD=$CACHE/bin/s3load
-ACCESS_KEY=benchadmin
-SECRET_KEY=bench-secret-key-0123456789
 BUCKET=bench
 BUDGET_S=570 # stop starting new runs after this many seconds (whole script < 10 min)
 
-START_TS=$(date +%s)
-LOAD_AT_START=$(cut -d' ' -f1-3 /proc/loadavg)
-STAMP=$(date -u +%Y%m%dT%H%M%SZ)
-OUT=$ROOT/bench/out/$STAMP
-mkdir -p "$OUT" "$CACHE/bin"
-RESULTS=$OUT/results.jsonl
-: >"$RESULTS"
-mkdir -p "${BENCH_TMPDIR:-$ROOT/bench/out}"
-DATA=$(mktemp -d -p "${BENCH_TMPDIR:-$ROOT/bench/out}" data.XXXXXX)
-
-log() { printf '[bench %3ds] %s\n' "$(($(date +%s) - START_TS))" "$*" >&2; }
-elapsed() { echo $(($(date +%s) - START_TS)); }
+bench_start bench "" # OUT=bench/out/STAMP, RESULTS, DATA
 
 declare -A SERVER_PID ENDPOINT # [floe|peer]
 stop_server() { # name
     local pid=${SERVER_PID[$1]:-}
     [ -n "$pid" ] || return 0
     unset "SERVER_PID[$1]"
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
+    stop_pid "$pid"
 }
 cleanup() {
     stop_server floe
@@ -65,33 +44,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-pick_port() {
-    local p
-    for _ in $(seq 100); do
-        p=$((20000 + RANDOM % 20000))
-        if port_free "$p"; then echo "$p"; return 0; fi
-    done
-    return 1
-}
-
-wait_http_200() { # url timeout_s pid
-    local deadline=$(($(date +%s) + $2)) code
-    while [ "$(date +%s)" -lt "$deadline" ]; do
-        kill -0 "$3" 2>/dev/null || return 1
-        code=$(curl -s -o /dev/null -m 2 -w '%{http_code}' "$1" || true)
-        [ "$code" = 200 ] && return 0
-        sleep 0.1
-    done
-    return 1
-}
-
 # ---------- build ----------
-if [ ! -x "$S3LOAD" ] || [ "$ROOT/bench/s3load.c" -nt "$S3LOAD" ]; then
-    log "building s3load"
-    gcc -O2 -g -Wall -Wextra -Werror -std=gnu17 "$ROOT/bench/s3load.c" -o "$S3LOAD" \
-        -lcurl -lcrypto -lpthread
-fi
+build_loadgen s3load "$S3LOAD" -lcurl -lcrypto -lpthread
 if [[ " $SERVERS " == *" floe "* ]] && [ ! -x "$FLOE_BIN" ]; then
     log "building floe"
     make -C "$ROOT" build >&2 || log "floe build failed"
@@ -119,7 +73,6 @@ declare -A VALUE # [server|figure index] -> median of the good runs
 declare -A PEAK  # [server] -> VmHWM MiB
 
 median() { sort -g | awk '{v[NR]=$1} END {if (NR==0) print ""; else if (NR%2) print v[(NR+1)/2]; else printf "%.1f\n", (v[NR/2]+v[NR/2+1])/2}'; }
-jget() { sed -n "s/.*\"$1\":\\([-0-9.]*\\).*/\\1/p"; }
 
 declare -A VALS # [server|figure index] -> newline-separated values of good runs
 
@@ -152,8 +105,6 @@ run_one() { # server figure-index run
         "cpu s: server $(echo "$line" | jget server_cpu_s), client $(echo "$line" | jget client_cpu_s)," \
         "other $(echo "$line" | jget other_cpu_s), in $(echo "$line" | jget seconds) s)"
 }
-
-peak_rss_mib() { awk '/^VmHWM:/ {printf "%.0f\n", $2/1024}' "/proc/$1/status" 2>/dev/null || true; }
 
 start_floe() {
     local p1 p2
@@ -221,13 +172,12 @@ for k in "${!VALS[@]}"; do
 done
 
 # ---------- report ----------
-GIT_REV=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
-git -C "$ROOT" diff --quiet HEAD -- src 2>/dev/null || GIT_REV="$GIT_REV+dirty"
+GIT_REV=$(git_rev)
 MINIO_MOD=$( (go version -m "$MINIO_BIN" 2>/dev/null || true) | awk '$1=="mod" && $2=="github.com/minio/minio" {print $3}')
-FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
+FSTYPE=$(fs_of "$DATA")
 {
     echo "floe S3 benchmark  $STAMP"
-    echo "machine : $(nproc) cores ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, Linux $(uname -r); data dirs on $FSTYPE"
+    echo "machine : $(machine_line); data dirs on $FSTYPE"
     echo "servers : floe $GIT_REV ($FLOE_BIN); peer MinIO github.com/minio/minio@${MINIO_MOD:-?} (single drive); both up, runs alternating, 127.0.0.1"
     echo "client  : bench/s3load, engine=$ENGINE, one keep-alive connection per client, $([ "$THREADS" -gt 0 ] && echo "$THREADS epoll thread(s)" || echo "one thread per client"), SigV4 (UNSIGNED-PAYLOAD),"
     echo "          1 untimed warm-up request per client; 64 MiB PUTs overwrite a ring of 2 keys per client, 4 KiB PUTs create new keys;"
@@ -260,13 +210,7 @@ FSTYPE=$(df -T "$DATA" | awk 'NR==2 {print $2" on "$1}')
     echo
     echo "per figure, medians over runs: p99 latency (ms); CPU cores busy in the timed window: server / s3load / other processes"
     printf '%-26s %9s %9s   %-17s %-17s\n' "" "floe p99" "peer p99" "floe srv/cli/oth" "peer srv/cli/oth"
-    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | cut -d'|' -f1 | paste -sd'|')" '
-        function get(l, k) { return match(l, "\"" k "\":[-0-9.]+") ? substr(l, RSTART + length(k) + 3, RLENGTH - length(k) - 3) + 0 : "" }
-        function med(key,   n, i, j, t, a) {
-            n = split(vals[key], a, " "); if (n == 0 || vals[key] == "") return ""
-            for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
-            return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-        }
+    awk -v names="$(printf '%s\n' "${FIGURES[@]}" | cut -d'|' -f1 | paste -sd'|')" "$AWK_LIB"'
         function add(key, v) { if (v != "" && v >= 0) vals[key] = vals[key] (vals[key] == "" ? "" : " ") v }
         {
             if (!match($0, /"label":"[^"]*"/)) next

@@ -39,100 +39,49 @@
  *    bodies the upload goes through curl's POST path (Expect only >= 1 MiB)
  *    with the method overridden to PUT.
  *
- * Built by bench/run.sh with only libcurl and OpenSSL:
+ * What it shares with bench/catalogload.c (options, HTTP/1.1 connection, SigV4,
+ * latency and CPU accounting) is in bench/loadgen.h.
+ *
+ * Built by bench/run.sh with only libcurl and OpenSSL (bench/loadgen.h is found next to it):
  *   gcc -O2 -Wall -Wextra -Werror -std=gnu17 bench/s3load.c -lcurl -lcrypto -lpthread
  * The CMake build also compiles it (linked with floe_core, which it does not use). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* strcasestr */
 #endif
-#include <arpa/inet.h>
-#include <curl/curl.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/resource.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
+#define LG_NAME "s3load"
+#define LG_HEAD_MAX 2048
+#include "loadgen.h"
 
-#define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/epoll.h>
+
 #define UNSIGNED_PAYLOAD "UNSIGNED-PAYLOAD"
-#define MAX_CONSEC_ERRORS 20
 #define EXPECT_THRESHOLD (1024 * 1024)
 #define RBUF_SIZE (1024 * 1024)
-#define IO_TIMEOUT_S 60
 
 typedef enum { OP_PUT, OP_GET } op_t;
 enum { M_GET, M_PUT, M_HEAD };
 static const char *const method_names[] = {"GET", "PUT", "HEAD"};
 
+/* Besides the common options in lg (loadgen.h). */
 static struct {
-    const char *endpoint;
-    const char *access_key;
-    const char *secret_key;
     const char *bucket;
     const char *prefix;
-    const char *region;
-    const char *label;
     op_t op;
     size_t size;
-    int clients;
-    double seconds;
-    long requests;  /* total; 0 when --seconds is used */
     int objects;    /* GET: distinct objects read (default: clients) */
     int key_ring;   /* PUT: keys per client, reused round-robin; 0 = unique */
     bool use_curl;
     bool verbose;
-    long server_pid; /* for CPU accounting of the timed window; 0 = none */
     int threads;     /* timed phase: threads driving the connections */
 } cfg;
 
 static char *g_body;              /* shared PUT payload, cfg.size bytes */
 static char g_userpwd[512];
 static char g_sigv4[128];
-static char g_hostport[256];      /* Host header value, from --endpoint */
-static struct sockaddr_storage g_addr;
-static socklen_t g_addrlen;
-static pthread_barrier_t g_barrier;
-static atomic_long g_remaining;   /* --requests budget */
-static double g_deadline;         /* --seconds: monotonic deadline */
-static atomic_int g_first_error_printed;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "s3load: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-    exit(2);
-}
 
 /* Result of one request. */
 typedef struct {
@@ -140,7 +89,7 @@ typedef struct {
     size_t sent;        /* request body bytes sent */
     size_t recvd;       /* response body bytes received */
     int64_t clen;       /* response Content-Length, -1 if absent */
-    char err[512];      /* first bytes of the response body, or the error */
+    char err[LG_ERR_MAX]; /* first bytes of the response body, or the error */
     size_t errlen;
 } result_t;
 
@@ -158,279 +107,22 @@ static void res_capture(result_t *x, const char *buf, size_t len)
 
 /* ======================= raw engine ======================= */
 
-typedef struct {
-    int fd;
-    bool reused;         /* the connection has served a request already */
-    char *rbuf;
-    size_t rlen, roff;   /* valid bytes rbuf[roff..rlen) */
-    char kdate[9];       /* date the cached signing key is for */
-    unsigned char kkey[32];
-    long connects;
-    uint64_t rx;         /* bytes received on this connection */
-    char head[2048];
-} raw_t;
-
-static void hex32(char out[65], const unsigned char in[32])
+/* Response body bytes: the start kept in x->err (for error reports), counted. */
+static void raw_sink(void *ctx, const char *p, size_t n)
 {
-    static const char hx[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hx[in[i] >> 4];
-        out[2 * i + 1] = hx[in[i] & 15];
-    }
-    out[64] = 0;
+    result_t *x = ctx;
+    res_capture(x, p, n);
+    x->recvd += n;
 }
 
-static void hmac256(const void *key, size_t klen, const char *msg, unsigned char out[32])
-{
-    unsigned int olen = 32;
-    if (!HMAC(EVP_sha256(), key, (int)klen, (const unsigned char *)msg, strlen(msg), out, &olen))
-        die("HMAC failed");
-}
-
-/* Authorization header value for method/path with the given payload hash. */
-static void sigv4(raw_t *r, const char *method, const char *path, const char *payload_hash,
-                  const char *amzdate, char *auth, size_t authlen)
-{
-    char date[9];
-    memcpy(date, amzdate, 8);
-    date[8] = 0;
-    if (strcmp(date, r->kdate) != 0) {
-        char secret[300];
-        unsigned char k1[32], k2[32];
-        snprintf(secret, sizeof(secret), "AWS4%s", cfg.secret_key);
-        hmac256(secret, strlen(secret), date, k1);
-        hmac256(k1, 32, cfg.region, k2);
-        hmac256(k2, 32, "s3", k1);
-        hmac256(k1, 32, "aws4_request", r->kkey);
-        memcpy(r->kdate, date, 9);
-    }
-    char canon[1536], hx[65], sts[512], sig[65];
-    unsigned char h[32];
-    int n = snprintf(canon, sizeof(canon),
-                     "%s\n%s\n\nhost:%s\nx-amz-content-sha256:%s\nx-amz-date:%s\n\n"
-                     "host;x-amz-content-sha256;x-amz-date\n%s",
-                     method, path, g_hostport, payload_hash, amzdate, payload_hash);
-    if (n < 0 || (size_t)n >= sizeof(canon))
-        die("request too long");
-    SHA256((const unsigned char *)canon, (size_t)n, h);
-    hex32(hx, h);
-    snprintf(sts, sizeof(sts), "AWS4-HMAC-SHA256\n%s\n%s/%s/s3/aws4_request\n%s", amzdate,
-             date, cfg.region, hx);
-    hmac256(r->kkey, 32, sts, h);
-    hex32(sig, h);
-    snprintf(auth, authlen,
-             "AWS4-HMAC-SHA256 Credential=%s/%s/%s/s3/aws4_request, "
-             "SignedHeaders=host;x-amz-content-sha256;x-amz-date, Signature=%s",
-             cfg.access_key, date, cfg.region, sig);
-}
-
-static void raw_close(raw_t *r)
-{
-    if (r->fd >= 0)
-        close(r->fd);
-    r->fd = -1;
-    r->rlen = r->roff = 0;
-}
-
-static int raw_connect(raw_t *r, result_t *x)
-{
-    raw_close(r);
-    int fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        goto fail;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    struct timeval tv = {.tv_sec = IO_TIMEOUT_S};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
-        close(fd);
-        goto fail;
-    }
-    r->fd = fd;
-    r->reused = false;
-    r->rx = 0;
-    r->connects++;
-    return 0;
-fail:
-    snprintf(x->err, sizeof(x->err), "connect: %s", strerror(errno));
-    return -1;
-}
-
-/* Reads more bytes into the buffer (compacting it first). 0 ok, -1 EOF/error. */
-static int raw_fill(raw_t *r, result_t *x)
-{
-    if (r->roff == r->rlen)
-        r->roff = r->rlen = 0;
-    else if (r->roff > 0 && r->rlen == RBUF_SIZE) {
-        memmove(r->rbuf, r->rbuf + r->roff, r->rlen - r->roff);
-        r->rlen -= r->roff;
-        r->roff = 0;
-    }
-    if (r->rlen == RBUF_SIZE) {
-        snprintf(x->err, sizeof(x->err), "response head too large");
-        return -1;
-    }
-    ssize_t n;
-    do
-        n = recv(r->fd, r->rbuf + r->rlen, RBUF_SIZE - r->rlen, 0);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0) {
-        snprintf(x->err, sizeof(x->err), "recv: %s", n == 0 ? "connection closed" : strerror(errno));
-        return -1;
-    }
-    r->rlen += (size_t)n;
-    r->rx += (uint64_t)n;
-    return 0;
-}
-
-/* Next line (without CRLF) from the buffer, NUL-terminated in place. */
-static char *raw_line(raw_t *r, result_t *x)
-{
-    for (;;) {
-        char *s = r->rbuf + r->roff;
-        char *e = memchr(s, '\n', r->rlen - r->roff);
-        if (e) {
-            r->roff = (size_t)(e + 1 - r->rbuf);
-            if (e > s && e[-1] == '\r')
-                e--;
-            *e = 0;
-            return s;
-        }
-        if (raw_fill(r, x) != 0)
-            return NULL;
-    }
-}
-
-/* Consumes n body bytes: from the buffer, then recv straight into it. */
-static int raw_discard(raw_t *r, uint64_t n, result_t *x)
-{
-    while (n > 0) {
-        if (r->roff == r->rlen && raw_fill(r, x) != 0)
-            return -1;
-        size_t c = r->rlen - r->roff;
-        if (c > n)
-            c = (size_t)n;
-        if (x->errlen < sizeof(x->err) - 1)
-            res_capture(x, r->rbuf + r->roff, c);
-        r->roff += c;
-        x->recvd += c;
-        n -= c;
-    }
-    return 0;
-}
-
-/* Reads one response head. Returns 0 and sets status/clen/chunked/close. */
-static int raw_head(raw_t *r, result_t *x, bool *chunked, bool *conn_close)
-{
-    char *l = raw_line(r, x);
-    if (!l)
-        return -1;
-    int minor = 1;
-    long st;
-    if (sscanf(l, "HTTP/1.%d %ld", &minor, &st) != 2) {
-        snprintf(x->err, sizeof(x->err), "bad status line: %.200s", l);
-        return -1;
-    }
-    x->status = st;
-    x->clen = -1;
-    *chunked = false;
-    *conn_close = minor == 0;
-    for (;;) {
-        l = raw_line(r, x);
-        if (!l)
-            return -1;
-        if (!*l)
-            return 0;
-        char *c = strchr(l, ':');
-        if (!c)
-            continue;
-        *c++ = 0;
-        while (*c == ' ' || *c == '\t')
-            c++;
-        if (strcasecmp(l, "content-length") == 0)
-            x->clen = strtoll(c, NULL, 10);
-        else if (strcasecmp(l, "transfer-encoding") == 0)
-            *chunked = strcasestr(c, "chunked") != NULL;
-        else if (strcasecmp(l, "connection") == 0) {
-            if (strcasestr(c, "close"))
-                *conn_close = true;
-            else if (strcasestr(c, "keep-alive"))
-                *conn_close = false;
-        }
-    }
-}
-
-static int raw_body(raw_t *r, result_t *x, int method, bool chunked, bool *conn_close)
-{
-    if (method == M_HEAD || x->status == 204 || x->status == 304)
-        return 0;
-    if (chunked) {
-        for (;;) {
-            char *l = raw_line(r, x);
-            if (!l)
-                return -1;
-            uint64_t n = strtoull(l, NULL, 16);
-            if (n == 0)
-                break;
-            if (raw_discard(r, n, x) != 0 || !raw_line(r, x))
-                return -1;
-        }
-        for (;;) { /* trailers */
-            char *l = raw_line(r, x);
-            if (!l)
-                return -1;
-            if (!*l)
-                return 0;
-        }
-    }
-    if (x->clen >= 0)
-        return raw_discard(r, (uint64_t)x->clen, x);
-    /* no length: body runs to EOF */
-    *conn_close = true;
-    while (raw_fill(r, x) == 0)
-        raw_discard(r, r->rlen - r->roff, x);
-    return 0;
-}
-
-static int send_iov(int fd, struct iovec *iov, int cnt, result_t *x)
-{
-    while (cnt > 0) {
-        struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
-        ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            snprintf(x->err, sizeof(x->err), "send: %s", strerror(errno));
-            return -1;
-        }
-        while (cnt > 0 && (size_t)n >= iov->iov_len) {
-            n -= (ssize_t)iov->iov_len;
-            iov++;
-            cnt--;
-        }
-        if (cnt > 0) {
-            iov->iov_base = (char *)iov->iov_base + n;
-            iov->iov_len -= (size_t)n;
-        }
-    }
-    return 0;
-}
-
-/* One attempt. Returns 0 when a final response was read, -1 on a transport
- * error; *retryable is set when nothing at all came back on a reused
- * connection (the server closed it idle), so the request can be resent. */
 /* Signed request head into r->head; returns its length. */
-static size_t build_head(raw_t *r, int method, const char *path, size_t len, bool *expect)
+static size_t build_head(lg_conn_t *r, int method, const char *path, size_t len, bool *expect)
 {
     char amzdate[17];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(amzdate, sizeof(amzdate), "%Y%m%dT%H%M%SZ", &tm);
+    lg_amzdate(amzdate);
     const char *ph = method == M_PUT ? UNSIGNED_PAYLOAD : EMPTY_SHA256;
     char auth[512];
-    sigv4(r, method_names[method], path, ph, amzdate, auth, sizeof(auth));
+    lg_sigv4(&r->key, "s3", method_names[method], path, "", ph, amzdate, auth, sizeof(auth));
     *expect = method == M_PUT && len >= EXPECT_THRESHOLD;
     char clen[64] = "";
     if (method == M_PUT)
@@ -446,7 +138,10 @@ static size_t build_head(raw_t *r, int method, const char *path, size_t len, boo
     return (size_t)hn;
 }
 
-static int raw_attempt(raw_t *r, int method, const char *path, const char *body, size_t len,
+/* One attempt. Returns 0 when a final response was read, -1 on a transport
+ * error; *retryable is set when nothing at all came back on a reused
+ * connection (the server closed it idle), so the request can be resent. */
+static int raw_attempt(lg_conn_t *r, int method, const char *path, const char *body, size_t len,
                        result_t *x, bool *retryable)
 {
     *retryable = false;
@@ -459,7 +154,7 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
     uint64_t rx0 = r->rx;
     struct iovec iov[2] = {{r->head, hn}, {(void *)body, len}};
     int niov = (method == M_PUT && len > 0 && !expect) ? 2 : 1;
-    if (send_iov(r->fd, iov, niov, x) != 0) {
+    if (lg_send_all(r->fd, iov, niov, x->err) != 0) {
         *retryable = was_reused;
         return -1;
     }
@@ -471,7 +166,7 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
         if (pr == 0) {
             iov[1].iov_base = (void *)body;
             iov[1].iov_len = len;
-            if (send_iov(r->fd, &iov[1], 1, x) != 0) {
+            if (lg_send_all(r->fd, &iov[1], 1, x->err) != 0) {
                 *retryable = was_reused && r->rx == rx0;
                 return -1;
             }
@@ -479,7 +174,7 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
         }
     }
     for (;;) {
-        if (raw_head(r, x, &chunked, &conn_close) != 0) {
+        if (lg_read_head(r, x->err, &x->status, &x->clen, &chunked, &conn_close) != 0) {
             *retryable = was_reused && r->rx == rx0;
             return -1;
         }
@@ -487,7 +182,7 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
             if (x->status == 100 && !body_sent) {
                 iov[1].iov_base = (void *)body;
                 iov[1].iov_len = len;
-                if (send_iov(r->fd, &iov[1], 1, x) != 0)
+                if (lg_send_all(r->fd, &iov[1], 1, x->err) != 0)
                     return -1;
                 body_sent = true;
             }
@@ -497,27 +192,25 @@ static int raw_attempt(raw_t *r, int method, const char *path, const char *body,
         break;
     }
     x->sent = body_sent ? len : 0;
-    if (raw_body(r, x, method, chunked, &conn_close) != 0)
+    if (lg_read_body(r, method == M_HEAD, x->status, x->clen, chunked, &conn_close, raw_sink, x,
+                     x->err) != 0)
         return -1;
-    if (conn_close || !body_sent)
-        raw_close(r);
-    else
-        r->reused = true;
+    lg_conn_done(r, conn_close || !body_sent);
     return 0;
 }
 
-static long raw_req(raw_t *r, int method, const char *path, const char *body, size_t len,
+static long raw_req(lg_conn_t *r, int method, const char *path, const char *body, size_t len,
                     result_t *x)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         memset(x, 0, sizeof(*x));
         x->clen = -1;
-        if (r->fd < 0 && raw_connect(r, x) != 0)
+        if (r->fd < 0 && lg_conn_connect(r, x->err) != 0)
             return x->status = -1;
         bool retryable;
         if (raw_attempt(r, method, path, body, len, x, &retryable) == 0)
             return x->status;
-        raw_close(r);
+        lg_conn_close(r);
         if (!retryable)
             break;
     }
@@ -574,7 +267,7 @@ static long curl_req(cconn_t *c, int method, const char *path, const char *body,
     c->len = len;
     c->off = 0;
     c->x = x;
-    snprintf(c->url, sizeof(c->url), "%s%s", cfg.endpoint, path);
+    snprintf(c->url, sizeof(c->url), "%s%s", lg.endpoint, path);
 
     curl_easy_reset(h); /* keeps the connection cache */
     curl_easy_setopt(h, CURLOPT_URL, c->url);
@@ -622,7 +315,7 @@ static long curl_req(cconn_t *c, int method, const char *path, const char *body,
 /* ======================= connection (either engine) ======================= */
 
 typedef struct {
-    raw_t raw;
+    lg_conn_t raw;
     cconn_t cc;
 } conn_t;
 
@@ -637,10 +330,7 @@ static void conn_init(conn_t *c)
         if (!c->cc.h || !c->cc.hdr_put || !c->cc.hdr_get)
             die("curl init failed");
     } else {
-        c->raw.fd = -1;
-        c->raw.rbuf = malloc(RBUF_SIZE);
-        if (!c->raw.rbuf)
-            die("out of memory");
+        lg_conn_init(&c->raw, RBUF_SIZE);
     }
 }
 
@@ -651,8 +341,7 @@ static void conn_free(conn_t *c)
         curl_slist_free_all(c->cc.hdr_get);
         curl_easy_cleanup(c->cc.h);
     } else {
-        raw_close(&c->raw);
-        free(c->raw.rbuf);
+        lg_conn_free(&c->raw);
     }
 }
 
@@ -666,8 +355,7 @@ static long do_req(conn_t *c, int method, const char *path, const char *body, si
 
 static void report_error(const char *what, const char *path, const result_t *x)
 {
-    if (atomic_exchange(&g_first_error_printed, 1) == 0)
-        fprintf(stderr, "s3load: %s %s: status %ld: %.400s\n", what, path, x->status, x->err);
+    lg_report_error(what, path, x->status, x->err);
 }
 
 /* ======================= clients ======================= */
@@ -678,25 +366,13 @@ typedef struct {
     conn_t conn;
     long ops, errors;
     uint64_t bytes;
-    double *lat;  /* seconds per successful timed request */
-    size_t nlat, caplat;
+    lat_t lat;    /* seconds per successful timed request */
     double t_end;
     int setup_failed;
     long seq;     /* PUT key sequence */
     int obj;      /* next GET object */
     int consec;   /* consecutive errors */
 } client_t;
-
-static void lat_push(client_t *cl, double v)
-{
-    if (cl->nlat == cl->caplat) {
-        cl->caplat = cl->caplat ? cl->caplat * 2 : 4096;
-        cl->lat = realloc(cl->lat, cl->caplat * sizeof(double));
-        if (!cl->lat)
-            die("out of memory");
-    }
-    cl->lat[cl->nlat++] = v;
-}
 
 static void obj_path(char *out, size_t n, int obj)
 {
@@ -717,13 +393,6 @@ static void put_path(char *out, size_t n, int client, long seq)
                  client, seq);
 }
 
-static bool take_request(void)
-{
-    if (cfg.requests > 0)
-        return atomic_fetch_sub(&g_remaining, 1) > 0;
-    return now_s() < g_deadline;
-}
-
 /* Setup, one thread per client: GET clients upload the objects they own
  * (obj % clients == id) unless already there with the right size; then one
  * untimed request on the connection the timed phase will use. */
@@ -736,7 +405,7 @@ static void *client_setup(void *arg)
     result_t x;
     long st;
     if (cfg.op == OP_GET) {
-        for (int o = cl->id; o < cfg.objects; o += cfg.clients) {
+        for (int o = cl->id; o < cfg.objects; o += lg.clients) {
             obj_path(path, sizeof(path), o);
             if (do_req(c, M_HEAD, path, NULL, 0, &x) == 200 && x.clen == (int64_t)cfg.size)
                 continue;
@@ -765,7 +434,7 @@ static int next_req(client_t *cl, char *path, size_t n)
 {
     if (cfg.op == OP_GET) {
         obj_path(path, n, cl->obj);
-        cl->obj = (cl->obj + cfg.clients) % cfg.objects;
+        cl->obj = (cl->obj + lg.clients) % cfg.objects;
         return M_GET;
     }
     put_path(path, n, cl->id, cl->seq++);
@@ -780,7 +449,7 @@ static bool account(client_t *cl, const char *path, result_t *x, double lat)
     if (ok) {
         cl->ops++;
         cl->bytes += cfg.size;
-        lat_push(cl, lat);
+        lat_push(&cl->lat, lat);
         cl->consec = 0;
         return true;
     }
@@ -853,8 +522,8 @@ static void ev_set_out(evloop_t *L, ev_t *e, bool out)
 
 static int ev_attach(evloop_t *L, ev_t *e)
 {
-    raw_t *r = &e->cl->conn.raw;
-    if (r->fd < 0 && raw_connect(r, &e->x) != 0)
+    lg_conn_t *r = &e->cl->conn.raw;
+    if (r->fd < 0 && lg_conn_connect(r, e->x.err) != 0)
         return -1;
     fcntl(r->fd, F_SETFL, fcntl(r->fd, F_GETFL) | O_NONBLOCK);
     struct epoll_event ee = {.events = EPOLLIN, .data.ptr = e};
@@ -878,12 +547,12 @@ static void ev_stop(evloop_t *L, ev_t *e)
 /* Request finished (ok or not): account, then next request. */
 static void ev_finish(evloop_t *L, ev_t *e, bool transport_error)
 {
-    raw_t *r = &e->cl->conn.raw;
+    lg_conn_t *r = &e->cl->conn.raw;
     if (transport_error)
         e->x.status = -1;
     bool go_on = account(e->cl, e->path, &e->x, now_s() - e->t0);
     if (transport_error || e->conn_close || e->sending || e->body_pending) {
-        raw_close(r); /* epoll forgets a closed fd */
+        lg_conn_close(r); /* epoll forgets a closed fd */
         if (go_on && ev_attach(L, e) != 0) {
             e->x.status = -1;
             report_error("reconnect", e->path, &e->x);
@@ -898,7 +567,7 @@ static void ev_finish(evloop_t *L, ev_t *e, bool transport_error)
 
 static void ev_send(evloop_t *L, ev_t *e)
 {
-    raw_t *r = &e->cl->conn.raw;
+    lg_conn_t *r = &e->cl->conn.raw;
     while (e->iovcnt > 0) {
         int first = 2 - e->iovcnt; /* iov[0] = head, iov[1] = body */
         struct msghdr m = {.msg_iov = e->iov + first, .msg_iovlen = (size_t)e->iovcnt};
@@ -1009,7 +678,7 @@ static int ev_parse_head(ev_t *e, char *buf, size_t hend)
 
 static void ev_read(evloop_t *L, ev_t *e)
 {
-    raw_t *r = &e->cl->conn.raw;
+    lg_conn_t *r = &e->cl->conn.raw;
     for (;;) {
         if (e->state == E_BODY) {
             size_t want = e->remaining < RBUF_SIZE ? (size_t)e->remaining : RBUF_SIZE;
@@ -1137,7 +806,7 @@ static void *evloop_main(void *arg)
             if (e->state == E_WAIT100 && now >= e->deadline100)
                 ev_send_body(L, e); /* no 100 Continue within 1 s: send anyway */
         }
-        if (cfg.seconds > 0 && now > g_deadline + 120) {
+        if (lg.seconds > 0 && now > g_deadline + 120) {
             for (int i = 0; i < L->n; i++)
                 if (L->evs[i].state != E_DONE) {
                     snprintf(L->evs[i].x.err, sizeof(L->evs[i].x.err), "stalled");
@@ -1149,53 +818,6 @@ static void *evloop_main(void *arg)
     }
     close(L->ep);
     return NULL;
-}
-
-/* utime+stime of a process in seconds (-1 if unknown). */
-static double proc_cpu_s(long pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    unsigned long long ut, st;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-/* CPU seconds all cores spent busy (user+nice+system+irq+softirq+steal). */
-static double machine_busy_s(void)
-{
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return -1;
-    unsigned long long v[8] = {0};
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
-                   &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n != 8)
-        return -1;
-    return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double p = *(const double *)a, q = *(const double *)b;
-    return (p > q) - (p < q);
-}
-
-static double pct(const double *v, size_t n, double p)
-{
-    if (n == 0)
-        return 0;
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
 }
 
 static size_t parse_size(const char *s)
@@ -1231,41 +853,6 @@ static void usage(void)
     exit(2);
 }
 
-/* --endpoint http://host[:port] -> g_hostport and g_addr (plain HTTP only). */
-static void parse_endpoint(void)
-{
-    const char *e = cfg.endpoint;
-    if (strncmp(e, "http://", 7) != 0)
-        die("--endpoint must be http://HOST[:PORT]");
-    e += 7;
-    size_t n = strlen(e);
-    if (n == 0 || n >= sizeof(g_hostport) || strchr(e, '/'))
-        die("--endpoint must be http://HOST[:PORT] (no path, no trailing '/')");
-    memcpy(g_hostport, e, n + 1);
-    char host[256], port[16] = "80";
-    const char *colon = strrchr(e, ':');
-    if (e[0] == '[') {
-        const char *rb = strchr(e, ']');
-        if (!rb)
-            die("bad endpoint");
-        snprintf(host, sizeof(host), "%.*s", (int)(rb - e - 1), e + 1);
-        if (rb[1] == ':')
-            snprintf(port, sizeof(port), "%s", rb + 2);
-    } else if (colon) {
-        snprintf(host, sizeof(host), "%.*s", (int)(colon - e), e);
-        snprintf(port, sizeof(port), "%s", colon + 1);
-    } else {
-        snprintf(host, sizeof(host), "%s", e);
-    }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
-    int rc = getaddrinfo(host, port, &hints, &ai);
-    if (rc != 0)
-        die("resolve %s: %s", host, gai_strerror(rc));
-    memcpy(&g_addr, ai->ai_addr, ai->ai_addrlen);
-    g_addrlen = ai->ai_addrlen;
-    freeaddrinfo(ai);
-}
-
 /* Creates the bucket if missing: 200 (created) or 409 (already exists). */
 static void ensure_bucket(void)
 {
@@ -1289,44 +876,31 @@ static bool safe_name(const char *s)
     return true;
 }
 
+static const char *g_op_arg, *g_engine_arg = "raw"; /* --op, --engine */
+
+/* s3load's own options (the common ones are in loadgen.h). */
+static bool own_arg(const char *a, const char *v)
+{
+    if (strcmp(a, "--bucket") == 0) cfg.bucket = v;
+    else if (strcmp(a, "--prefix") == 0) cfg.prefix = v;
+    else if (strcmp(a, "--op") == 0) g_op_arg = v;
+    else if (strcmp(a, "--engine") == 0) g_engine_arg = v;
+    else if (strcmp(a, "--size") == 0) cfg.size = parse_size(v);
+    else if (strcmp(a, "--objects") == 0) cfg.objects = atoi(v);
+    else if (strcmp(a, "--key-ring") == 0) cfg.key_ring = atoi(v);
+    else if (strcmp(a, "--threads") == 0) cfg.threads = atoi(v);
+    else return false;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     cfg.prefix = "s3load";
-    cfg.region = "us-east-1";
-    cfg.label = "";
-    cfg.clients = 1;
-    const char *op = NULL, *engine = "raw";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--verbose") == 0) {
-            cfg.verbose = true;
-            continue;
-        }
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || i + 1 >= argc)
-            usage();
-        const char *v = argv[++i];
-        if (strcmp(a, "--endpoint") == 0) cfg.endpoint = v;
-        else if (strcmp(a, "--access-key") == 0) cfg.access_key = v;
-        else if (strcmp(a, "--secret-key") == 0) cfg.secret_key = v;
-        else if (strcmp(a, "--bucket") == 0) cfg.bucket = v;
-        else if (strcmp(a, "--prefix") == 0) cfg.prefix = v;
-        else if (strcmp(a, "--region") == 0) cfg.region = v;
-        else if (strcmp(a, "--label") == 0) cfg.label = v;
-        else if (strcmp(a, "--op") == 0) op = v;
-        else if (strcmp(a, "--engine") == 0) engine = v;
-        else if (strcmp(a, "--size") == 0) cfg.size = parse_size(v);
-        else if (strcmp(a, "--clients") == 0) cfg.clients = atoi(v);
-        else if (strcmp(a, "--seconds") == 0) cfg.seconds = atof(v);
-        else if (strcmp(a, "--requests") == 0) cfg.requests = atol(v);
-        else if (strcmp(a, "--objects") == 0) cfg.objects = atoi(v);
-        else if (strcmp(a, "--key-ring") == 0) cfg.key_ring = atoi(v);
-        else if (strcmp(a, "--server-pid") == 0) cfg.server_pid = atol(v);
-        else if (strcmp(a, "--threads") == 0) cfg.threads = atoi(v);
-        else usage();
-    }
-    if (!cfg.endpoint || !cfg.access_key || !cfg.secret_key || !cfg.bucket || !op ||
-        cfg.size == 0 || cfg.clients < 1 || cfg.clients > 1024 ||
-        (cfg.seconds <= 0) == (cfg.requests <= 0))
+    lg_parse_args(argc, argv, "--verbose", &cfg.verbose, own_arg, usage);
+    const char *op = g_op_arg, *engine = g_engine_arg;
+    if (!lg.endpoint || !lg.access_key || !lg.secret_key || !cfg.bucket || !op ||
+        cfg.size == 0 || lg.clients < 1 || lg.clients > 1024 ||
+        (lg.seconds <= 0) == (lg.requests <= 0))
         usage();
     if (strcmp(op, "put") == 0) cfg.op = OP_PUT;
     else if (strcmp(op, "get") == 0) cfg.op = OP_GET;
@@ -1336,15 +910,15 @@ int main(int argc, char **argv)
     if (!safe_name(cfg.bucket) || !safe_name(cfg.prefix) || strchr(cfg.bucket, '/'))
         die("bucket and prefix must be made of [A-Za-z0-9._/-] (no URI encoding is done)");
     if (cfg.objects <= 0)
-        cfg.objects = cfg.clients;
-    parse_endpoint();
+        cfg.objects = lg.clients;
+    lg_parse_endpoint();
     {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         snprintf(g_runid, sizeof(g_runid), "%lx%05lx", (long)ts.tv_sec, (long)getpid() & 0xfffff);
     }
-    snprintf(g_userpwd, sizeof(g_userpwd), "%s:%s", cfg.access_key, cfg.secret_key);
-    snprintf(g_sigv4, sizeof(g_sigv4), "aws:amz:%s:s3", cfg.region);
+    snprintf(g_userpwd, sizeof(g_userpwd), "%s:%s", lg.access_key, lg.secret_key);
+    snprintf(g_sigv4, sizeof(g_sigv4), "aws:amz:%s:s3", lg.region);
     signal(SIGPIPE, SIG_IGN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
         die("curl_global_init failed");
@@ -1364,130 +938,86 @@ int main(int argc, char **argv)
 
     ensure_bucket();
 
-    if (cfg.threads <= 0 || cfg.threads > cfg.clients || cfg.use_curl)
-        cfg.threads = cfg.clients;
-    bool evmode = cfg.threads < cfg.clients;
+    if (cfg.threads <= 0 || cfg.threads > lg.clients || cfg.use_curl)
+        cfg.threads = lg.clients;
+    bool evmode = cfg.threads < lg.clients;
 
-    client_t *cls = calloc((size_t)cfg.clients, sizeof(client_t));
+    client_t *cls = calloc((size_t)lg.clients, sizeof(client_t));
     if (!cls)
         die("out of memory");
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 256 * 1024);
-    /* setup: a thread per client */
-    for (int i = 0; i < cfg.clients; i++) {
+    for (int i = 0; i < lg.clients; i++)
         cls[i].id = i;
-        if (pthread_create(&cls[i].th, &attr, client_setup, &cls[i]) != 0)
-            die("pthread_create failed");
-    }
-    for (int i = 0; i < cfg.clients; i++)
-        pthread_join(cls[i].th, NULL);
+    lg_run_each(client_setup, cls, sizeof(*cls), lg.clients); /* setup: a thread per client */
     /* timed phase: a thread per client, or --threads event loops */
     evloop_t *loops = NULL;
     pthread_barrier_init(&g_barrier, NULL, (unsigned)cfg.threads + 1);
-    atomic_store(&g_remaining, cfg.requests);
+    atomic_store(&g_remaining, lg.requests);
     if (evmode) {
         loops = calloc((size_t)cfg.threads, sizeof(evloop_t));
-        ev_t *evs = calloc((size_t)cfg.clients, sizeof(ev_t));
+        ev_t *evs = calloc((size_t)lg.clients, sizeof(ev_t));
         if (!loops || !evs)
             die("out of memory");
         /* loop t owns clients t, t+T, t+2T, ... (contiguous in evs) */
         int k = 0;
         for (int t = 0; t < cfg.threads; t++) {
             loops[t].evs = &evs[k];
-            for (int i = t; i < cfg.clients; i += cfg.threads)
+            for (int i = t; i < lg.clients; i += cfg.threads)
                 evs[k++].cl = &cls[i];
             loops[t].n = (int)(&evs[k] - loops[t].evs);
             loops[t].active = loops[t].n;
             loops[t].ep = epoll_create1(EPOLL_CLOEXEC);
             if (loops[t].ep < 0)
                 die("epoll_create1: %s", strerror(errno));
-            if (pthread_create(&loops[t].th, &attr, evloop_main, &loops[t]) != 0)
-                die("pthread_create failed");
+            lg_spawn(&loops[t].th, evloop_main, &loops[t]);
         }
     } else {
-        for (int i = 0; i < cfg.clients; i++)
-            if (pthread_create(&cls[i].th, &attr, client_timed, &cls[i]) != 0)
-                die("pthread_create failed");
+        for (int i = 0; i < lg.clients; i++)
+            lg_spawn(&cls[i].th, client_timed, &cls[i]);
     }
-    pthread_attr_destroy(&attr);
-    pthread_barrier_wait(&g_barrier);
-    struct rusage ru0, ru1;
-    getrusage(RUSAGE_SELF, &ru0);
-    double srv0 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach0 = machine_busy_s();
-    double t0 = now_s();
-    g_deadline = t0 + cfg.seconds;
-    pthread_barrier_wait(&g_barrier);
+    lg_cpu_mark_t m0;
+    double t0 = lg_start_timed(&m0);
     if (evmode) {
         for (int t = 0; t < cfg.threads; t++)
             pthread_join(loops[t].th, NULL);
         free(loops[0].evs);
         free(loops);
     } else {
-        for (int i = 0; i < cfg.clients; i++)
+        for (int i = 0; i < lg.clients; i++)
             pthread_join(cls[i].th, NULL);
     }
 
     long ops = 0, errors = 0, connects = 0;
     uint64_t bytes = 0;
-    size_t nlat = 0;
     double t_end = t0;
     int setup_failed = 0;
-    for (int i = 0; i < cfg.clients; i++) {
+    for (int i = 0; i < lg.clients; i++) {
         ops += cls[i].ops;
         errors += cls[i].errors;
         connects += cfg.use_curl ? 0 : cls[i].conn.raw.connects;
         bytes += cls[i].bytes;
-        nlat += cls[i].nlat;
         setup_failed |= cls[i].setup_failed;
         if (cls[i].t_end > t_end)
             t_end = cls[i].t_end;
     }
-    getrusage(RUSAGE_SELF, &ru1);
-    double srv1 = cfg.server_pid ? proc_cpu_s(cfg.server_pid) : -1, mach1 = machine_busy_s();
+    lg_cpu_t cpu = lg_cpu_since(&m0);
     double secs = t_end - t0;
-    double cpu = (double)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) +
-                 (double)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) / 1e6 +
-                 (double)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) +
-                 (double)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec) / 1e6;
-
-    /* server CPU and everything else on the machine in the timed window
-     * (other = busy - client - server: other processes, kernel threads) */
-    double server_cpu = (srv0 >= 0 && srv1 >= 0) ? srv1 - srv0 : -1;
-    double other_cpu = -1;
-    if (mach0 >= 0 && mach1 >= 0) {
-        other_cpu = mach1 - mach0 - cpu - (server_cpu > 0 ? server_cpu : 0);
-        if (other_cpu < 0)
-            other_cpu = 0;
-    }
-
-    double *all = malloc((nlat ? nlat : 1) * sizeof(double));
-    if (!all)
-        die("out of memory");
-    size_t k = 0;
-    for (int i = 0; i < cfg.clients; i++) {
-        if (cls[i].nlat)
-            memcpy(all + k, cls[i].lat, cls[i].nlat * sizeof(double));
-        k += cls[i].nlat;
-        free(cls[i].lat);
-    }
-    qsort(all, nlat, sizeof(double), cmp_double);
+    lat_t lat = {0};
+    for (int i = 0; i < lg.clients; i++)
+        lat_move(&lat, &cls[i].lat);
+    lat_sort(&lat);
 
     printf("{\"label\":\"%s\",\"engine\":\"%s\",\"op\":\"%s\",\"size\":%zu,\"clients\":%d,"
            "\"ops\":%ld,\"errors\":%ld,\"bytes\":%" PRIu64 ",\"seconds\":%.3f,"
-           "\"mib_s\":%.1f,\"req_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"other_cpu_s\":%.3f,"
-           "\"reconnects\":%ld}\n",
-           cfg.label, cfg.use_curl ? "curl" : "raw", cfg.op == OP_GET ? "get" : "put", cfg.size,
-           cfg.clients, ops, errors, bytes, secs,
+           "\"mib_s\":%.1f,\"req_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f",
+           lg.label, cfg.use_curl ? "curl" : "raw", cfg.op == OP_GET ? "get" : "put", cfg.size,
+           lg.clients, ops, errors, bytes, secs,
            secs > 0 ? (double)bytes / 1048576.0 / secs : 0.0, secs > 0 ? (double)ops / secs : 0.0,
-           pct(all, nlat, 0.50) * 1e3, pct(all, nlat, 0.99) * 1e3, cpu, server_cpu,
-           other_cpu, connects > cfg.clients ? connects - cfg.clients : 0);
-    fflush(stdout);
+           lat_pct(&lat, 0.50) * 1e3, lat_pct(&lat, 0.99) * 1e3);
+    lg_print_tail(&cpu, connects);
 
-    for (int i = 0; i < cfg.clients; i++)
+    for (int i = 0; i < lg.clients; i++)
         conn_free(&cls[i].conn);
-    free(all);
+    free(lat.v);
     free(cls);
     free(g_body);
     pthread_barrier_destroy(&g_barrier);
