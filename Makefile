@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog compat compat-quick clean
 
 all: build
 
@@ -41,6 +41,12 @@ fuzz:
 	@cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFL_FUZZ=ON >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j $(JOBS)
 	@bash scripts/fuzz-run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+compat: build
+	@bash tests/compat/all.sh
+
+compat-quick: build
+	@bash tests/compat/ci.sh
 
 bench: build
 	@bash bench/run.sh

@@ -6,7 +6,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 DEBS=(build-essential pkgconf cmake
       libssl-dev libsqlite3-dev libexpat1-dev libjansson-dev zlib1g-dev libcurl4-openssl-dev
-      clang libclang-rt-dev s3cmd curl sqlite3 python3-venv)
+      clang libclang-rt-dev s3cmd curl sqlite3 python3-venv
+      openjdk-17-jre-headless maven)
 
 missing=()
 for p in "${DEBS[@]}"; do

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: build (optimised and ASan+UBSan), unit tests in both,
-# fuzz-corpus replay under the sanitizers, then the integration tests against
-# real clients. The last line is pytest's summary.
+# fuzz-corpus replay under the sanitizers, the Kafka Connect compat runs (reduced),
+# then the integration tests against real clients. The last line is pytest's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -20,5 +20,9 @@ echo "== unit tests (ASan+UBSan)"
 build-asan/floe_unit
 echo "== fuzz corpus replay (ASan+UBSan)"
 bash scripts/fuzz-replay.sh build-asan
+echo "== compat: Kafka Connect with the Iceberg sink into floe (reduced; 'make compat' runs the full matrix)"
+if [ "${FLOE_SKIP_COMPAT:-0}" != 1 ]; then
+  bash tests/compat/ci.sh
+fi
 echo "== integration tests (real clients against the ASan+UBSan floe)"
 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The reduced compat run of `make test` (CI): the source document's pipeline at
+# N events (default 10,000) through both Iceberg versions and both checksum modes,
+# plus the kill and auto-create/evolve scenarios once each. `make compat` runs the
+# full matrix of all.sh (100,000 events, every scenario in every configuration).
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+export N="${N:-10000}"
+COMBOS="${COMBOS:-1.10.1/default/plain 1.10.1/when_required/plain 1.12.0/default/plain
+1.12.0/when_required/plain 1.10.1/default/kill-connect 1.12.0/default/kill-floe 1.10.1/default/auto-evolve}"
+ICEBERG_VERSIONS="1.10.1 1.12.0" bash "$HERE/fetch.sh" || { echo "compat: 0 passed, 1 failed"; exit 1; }
+pass=0; fail=0; failed=()
+for combo in $COMBOS; do
+  IFS=/ read -r iv cs sc <<<"$combo"
+  t0=$(date +%s)
+  echo "=== iceberg-$iv/$cs/$sc (N=$N)"
+  if ICEBERG_VERSION=$iv CHECKSUM=$cs SCENARIO=$sc KEEP=0 bash "$HERE/run.sh" > "/tmp/floe-compat-$iv-$cs-$sc.log" 2>&1; then
+    pass=$((pass+1)); echo "=== iceberg-$iv/$cs/$sc: PASS in $(( $(date +%s) - t0 ))s"
+  else
+    fail=$((fail+1)); failed+=("$iv/$cs/$sc")
+    echo "=== iceberg-$iv/$cs/$sc: FAIL in $(( $(date +%s) - t0 ))s; last lines:"
+    tail -40 "/tmp/floe-compat-$iv-$cs-$sc.log"
+  fi
+done
+[ $fail = 0 ] || printf 'failed: %s\n' "${failed[@]}"
+echo "compat: $pass passed, $fail failed"
+[ $fail = 0 ]
