@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog compat compat-quick clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog compat compat-quick demo clean
 
 all: build
 
@@ -47,6 +47,9 @@ compat: build
 
 compat-quick: build
 	@bash tests/compat/ci.sh
+
+demo: deps build
+	@bash tests/compat/demo.sh
 
 bench: build
 	@bash bench/run.sh

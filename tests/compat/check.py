@@ -3,6 +3,8 @@
   check.py count  CATALOG_URI S3_ENDPOINT ARN NS TABLE        -> prints total rows (0 if none)
   check.py verify CATALOG_URI S3_ENDPOINT ARN NS TABLE N      -> exit 0 iff exactly the N produced
                                                                 events and the connector's summary keys
+  check.py show   CATALOG_URI S3_ENDPOINT ARN NS TABLE        -> a query for people: rows per event type,
+                                                                the first rows, the snapshots
 Credentials: FLOE_ROOT_ACCESS_KEY_ID / FLOE_ROOT_SECRET_ACCESS_KEY; region COMPAT_REGION (us-east-1)."""
 import json
 import os
@@ -32,6 +34,19 @@ def main():
     snap = tbl.current_snapshot()
     if mode == "count":
         print(int(snap.summary.additional_properties.get("total-records", 0)) if snap else 0)
+        return 0
+    if mode == "show":
+        arrow = tbl.scan().to_arrow()
+        print("table %s.%s: %d rows, %d snapshots, schema: %s" % (
+            ns, name, arrow.num_rows, len(tbl.metadata.snapshots),
+            ", ".join("%s %s" % (f.name, f.field_type) for f in tbl.schema().fields)))
+        print("rows per event_type (pyarrow group_by over a PyIceberg scan):")
+        for r in sorted(arrow.group_by("event_type").aggregate([("event_id", "count")]).to_pylist(),
+                        key=lambda r: r["event_type"]):
+            print("  %-10s %d" % (r["event_type"], r["event_id_count"]))
+        print("first rows by event_id:")
+        for r in arrow.sort_by("event_id").slice(0, 5).to_pylist():
+            print("  %s" % json.dumps(r, default=str))
         return 0
     n = int(sys.argv[7])
     errors = []

@@ -270,6 +270,7 @@ failed_traces() {
 table_rows() { (cd "$HERE" && "$PY" check.py count "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" 2>>"$RUN/check.log") || echo "?"; }
 RATE=0
 [ "$SCENARIO" = plain ] || [ "$SCENARIO" = auto-evolve ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
+[ "${DEMO:-0}" != 1 ] || RATE="${RATE_EPS:-1000}"   # the demo streams at a steady rate
 (cd "$HERE" && exec "$PY" events.py produce "$BOOT" "$TOPIC" "$N" 0 "$RATE") >"$RUN/produce.log" 2>&1 &
 PROD_PID=$!; PIDS+=($PROD_PID)
 log "producing $N events (rate ${RATE:-unlimited}/s, scenario $SCENARIO)"
@@ -316,5 +317,9 @@ wait $PROD_PID || die "producer failed: $(tail -3 "$RUN/produce.log")"
   || { tail -30 "$RUN/verify.txt"; die "verify"; }
 grep -v '^snapshot ' "$RUN/verify.txt"; log "$(grep -c '^snapshot ' "$RUN/verify.txt") snapshots; last: $(grep '^snapshot ' "$RUN/verify.txt" | tail -1 | cut -c1-400)"
 log "PASS: $N events -> exactly $N rows (Iceberg $ICEBERG_VERSION, checksum $CHECKSUM, scenario $SCENARIO, task restarts $RESTARTS)"
+if [ "${DEMO:-0}" = 1 ]; then
+  log "the table, queried with PyIceberg:"
+  (cd "$HERE" && "$PY" check.py show "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE") 2>>"$RUN/check.log"
+fi
 exit 0
 }
