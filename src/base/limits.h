@@ -33,5 +33,11 @@
 
 #define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
 
+#define FL_AVRO_MAX_META_ENTRIES   1024              /* container header metadata map entries */
+#define FL_AVRO_MAX_BLOCK_BYTES    (64 * 1024 * 1024) /* one container block, compressed or not */
+#define FL_AVRO_MAX_BLOCK_RECORDS  (16 * 1024 * 1024) /* records in one container block */
+#define FL_AVRO_MAX_ITEMS          (16 * 1024 * 1024) /* items in one array/map block */
+#define FL_AVRO_MAX_BYTES          (64 * 1024 * 1024) /* one bytes/string value */
+
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif
