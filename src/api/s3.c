@@ -24,6 +24,9 @@
 
 #define XML_DECL "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define XMLNS " xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XML_OWNER "<Owner><ID>floe</ID><DisplayName>floe</DisplayName></Owner>"
+#define XML_INITIATOR_OWNER "<Initiator><ID>floe</ID><DisplayName>floe</DisplayName></Initiator>" XML_OWNER \
+    "<StorageClass>STANDARD</StorageClass>"
 #define IO_BUF (256 * 1024)
 #define MAX_QPARAMS 64
 
@@ -229,12 +232,14 @@ static void common_headers(s3req_t *r)
     fl_http_resp_header(r->c, "x-amz-id-2", fl_http_request_id(r->c));
 }
 
+/* Sends an XML document and frees it. */
 static void send_xml(s3req_t *r, int status, fl_buf_t *b)
 {
     r->responded = true;
     fl_http_resp_status(r->c, status);
     fl_http_resp_header(r->c, "Content-Type", "application/xml");
     fl_http_resp_send(r->c, b->ptr, b->len);
+    fl_buf_free(b);
 }
 
 static void send_empty(s3req_t *r, int status)
@@ -763,7 +768,7 @@ static void op_list_buckets(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListAllMyBucketsResult" XMLNS "><Owner><ID>floe</ID><DisplayName>floe</DisplayName></Owner><Buckets>");
+    fl_buf_adds(&b, XML_DECL "<ListAllMyBucketsResult" XMLNS ">" XML_OWNER "<Buckets>");
     for (size_t i = 0; i < n; i++) {
         char t[32];
         fl_time_iso8601(bs[i].created_ms, t, sizeof t);
@@ -774,7 +779,6 @@ static void op_list_buckets(s3req_t *r)
     }
     fl_buf_adds(&b, "</Buckets></ListAllMyBucketsResult>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
     free(bs);
 }
 
@@ -820,7 +824,6 @@ static void op_bucket_location(s3req_t *r)
     if (strcmp(r->cfg->region, "us-east-1") != 0) fl_xml_escape(&b, r->cfg->region, strlen(r->cfg->region));
     fl_buf_adds(&b, "</LocationConstraint>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 }
 
 static void op_bucket_versioning(s3req_t *r)
@@ -833,7 +836,6 @@ static void op_bucket_versioning(s3req_t *r)
     fl_buf_init(&b, 0);
     fl_buf_adds(&b, XML_DECL "<VersioningConfiguration" XMLNS "/>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 }
 
 /* Encodes a key for a listing: as-is, or percent-encoded with encoding-type=url. */
@@ -941,7 +943,7 @@ static void op_list_objects(s3req_t *r, bool v2)
         fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", it->etag);
         fl_xml_elemf(&b, "Size", "%lld", (long long)it->size);
         fl_xml_elems(&b, "StorageClass", "STANDARD");
-        if (owner) fl_buf_adds(&b, "<Owner><ID>floe</ID><DisplayName>floe</DisplayName></Owner>");
+        if (owner) fl_buf_adds(&b, XML_OWNER);
         fl_buf_adds(&b, "</Contents>");
     }
     for (size_t i = 0; i < res.nprefixes; i++) {
@@ -951,7 +953,6 @@ static void op_list_objects(s3req_t *r, bool v2)
     }
     fl_buf_adds(&b, "</ListBucketResult>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
     fl_list_res_free(&res);
     free(after);
 }
@@ -1005,7 +1006,6 @@ static void op_delete_objects(s3req_t *r)
     }
     fl_buf_adds(&b, "</DeleteResult>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
     fl_xml_free(doc);
 }
 
@@ -1039,15 +1039,12 @@ static void op_list_uploads(s3req_t *r)
         fl_buf_adds(&b, "<Upload>");
         fl_xml_elem(&b, "Key", u[i].key, u[i].keylen);
         fl_xml_elems(&b, "UploadId", u[i].upload_id);
-        fl_buf_adds(&b, "<Initiator><ID>floe</ID><DisplayName>floe</DisplayName></Initiator>"
-                        "<Owner><ID>floe</ID><DisplayName>floe</DisplayName></Owner>"
-                        "<StorageClass>STANDARD</StorageClass>");
+        fl_buf_adds(&b, XML_INITIATOR_OWNER);
         fl_xml_elems(&b, "Initiated", t);
         fl_buf_adds(&b, "</Upload>");
     }
     fl_buf_adds(&b, "</ListMultipartUploadsResult>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
     fl_upload_infos_free(u, n);
 }
 
@@ -1468,7 +1465,6 @@ static void op_copy_object(s3req_t *r)
     fl_xml_elems(&b, "LastModified", t);
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", meta.etag);
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 out:
     fl_cksum_free(&md5);
     fl_blob_w_abort(w);
@@ -1504,7 +1500,6 @@ static void op_create_upload(s3req_t *r)
     if (hget(r, "x-amz-checksum-algorithm", alg, sizeof alg))
         fl_http_resp_header(r->c, "x-amz-checksum-algorithm", alg);
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 }
 
 static bool part_number(s3req_t *r, int *out)
@@ -1622,7 +1617,6 @@ static void op_upload_part_copy(s3req_t *r)
     fl_xml_elems(&b, "LastModified", t);
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", etag);
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 out:
     fl_cksum_free(&md5);
     fl_blob_w_abort(w);
@@ -1683,7 +1677,6 @@ static void op_complete_upload(s3req_t *r)
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CompleteMultipartUploadResult>", meta.etag);
     fl_obj_meta_free(&meta);
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
 out:
     free(refs);
     free(etags);
@@ -1720,9 +1713,7 @@ static void op_list_parts(s3req_t *r)
     if (n) fl_xml_elemf(&b, "NextPartNumberMarker", "%d", p[n - 1].number);
     fl_xml_elemf(&b, "MaxParts", "%d", max);
     fl_xml_elems(&b, "IsTruncated", trunc ? "true" : "false");
-    fl_buf_adds(&b, "<Initiator><ID>floe</ID><DisplayName>floe</DisplayName></Initiator>"
-                    "<Owner><ID>floe</ID><DisplayName>floe</DisplayName></Owner>"
-                    "<StorageClass>STANDARD</StorageClass>");
+    fl_buf_adds(&b, XML_INITIATOR_OWNER);
     for (size_t i = 0; i < n; i++) {
         char t[32];
         fl_time_iso8601(p[i].mtime_ms, t, sizeof t);
@@ -1751,7 +1742,6 @@ static void op_list_parts(s3req_t *r)
     }
     fl_buf_adds(&b, "</ListPartsResult>");
     send_xml(r, 200, &b);
-    fl_buf_free(&b);
     fl_part_infos_free(p, n);
 }
 
