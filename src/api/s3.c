@@ -242,6 +242,19 @@ static void send_xml(s3req_t *r, int status, fl_buf_t *b)
     fl_buf_free(b);
 }
 
+/* CopyObjectResult / CopyPartResult: the new ETag and now. */
+static void send_copy_result(s3req_t *r, const char *root, const char *etag)
+{
+    fl_buf_t b;
+    char t[32];
+    fl_buf_init(&b, 0);
+    fl_time_iso8601(fl_now_ms(), t, sizeof t);
+    fl_buf_printf(&b, XML_DECL "<%s" XMLNS ">", root);
+    fl_xml_elems(&b, "LastModified", t);
+    fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></%s>", etag, root);
+    send_xml(r, 200, &b);
+}
+
 static void send_empty(s3req_t *r, int status)
 {
     r->responded = true;
@@ -1457,14 +1470,7 @@ static void op_copy_object(s3req_t *r)
         s3_error_from(r, e);
         goto out;
     }
-    fl_buf_t b;
-    fl_buf_init(&b, 0);
-    char t[32];
-    fl_time_iso8601(fl_now_ms(), t, sizeof t);
-    fl_buf_adds(&b, XML_DECL "<CopyObjectResult" XMLNS ">");
-    fl_xml_elems(&b, "LastModified", t);
-    fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyObjectResult>", meta.etag);
-    send_xml(r, 200, &b);
+    send_copy_result(r, "CopyObjectResult", meta.etag);
 out:
     fl_cksum_free(&md5);
     fl_blob_w_abort(w);
@@ -1609,14 +1615,7 @@ static void op_upload_part_copy(s3req_t *r)
         s3_error_from(r, e);
         goto out;
     }
-    fl_buf_t b;
-    fl_buf_init(&b, 0);
-    char t[32];
-    fl_time_iso8601(fl_now_ms(), t, sizeof t);
-    fl_buf_adds(&b, XML_DECL "<CopyPartResult" XMLNS ">");
-    fl_xml_elems(&b, "LastModified", t);
-    fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></CopyPartResult>", etag);
-    send_xml(r, 200, &b);
+    send_copy_result(r, "CopyPartResult", etag);
 out:
     fl_cksum_free(&md5);
     fl_blob_w_abort(w);
