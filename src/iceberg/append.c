@@ -1,0 +1,851 @@
+/* Fast appends (see append.h). Rows are routed to one open Parquet file per
+ * partition (staged in a temporary file, uploaded when rolled or committed);
+ * the commit writes one manifest for the new files and a manifest list that
+ * carries the parent's manifests over unchanged, then commits through the
+ * table ops, re-basing the list on 409. */
+#include "iceberg/append.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "base/uuid.h"
+#include "iceberg/manifest.h"
+#include "iceberg/metadata.h"
+#include "iceberg/schema.h"
+#include "iceberg/transform.h"
+
+#define DEFAULT_TARGET_FILE_BYTES (512LL * 1024 * 1024)
+#define MAX_COMMIT_ATTEMPTS 16
+
+typedef struct open_file {
+    fl_pq_writer_t *w;
+    int fd;
+    char *tmp_path;
+    fl_buf_t key;               /* serialized partition tuple */
+    fl_ice_value_t *part;       /* owned copies (bytes allocated) */
+    unsigned char **part_bytes; /* n_part, NULL where the value has no bytes */
+    size_t n_part;
+    fl_vec_t stage;             /* rows routed to this file from the current batch */
+    uint64_t last_use;
+    int64_t rows;
+    uint64_t bytes_out;
+} open_file_t;
+
+struct fl_appender {
+    fl_table_ops_t ops;
+    fl_append_opts_t opts;
+    json_t *md;
+    char *md_location;
+    char table_uuid[64];
+    int format_version;
+    fl_field_t schema;
+    int32_t schema_id;
+    fl_part_spec_t spec;
+    bool partitioned;
+    fl_pq_write_opts_t pq;
+    char *schema_json;          /* footer iceberg.schema */
+    fl_slice_t footer_kv[2];
+    char *data_path, *metadata_path;
+    int64_t target_bytes;
+    open_file_t *open;
+    size_t n_open;
+    uint64_t tick;
+    fl_data_file_t *files;      /* closed and uploaded since the last commit */
+    size_t n_files, cap_files;
+    int64_t rows;
+    char write_uuid[37];
+    uint64_t file_counter;
+    fl_buf_t keybuf;            /* partition routing scratch */
+};
+
+static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return e;
+}
+
+static const char *prop(json_t *md, const char *key)
+{
+    json_t *p = json_object_get(json_object_get(md, "properties"), key);
+    return json_is_string(p) ? json_string_value(p) : NULL;
+}
+
+static int64_t prop_i64(json_t *md, const char *key, int64_t def)
+{
+    const char *s = prop(md, key);
+    if (!s) return def;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    return (errno || *end || v <= 0) ? def : (int64_t)v;
+}
+
+static char *join_path(const char *base, const char *rest)
+{
+    size_t n = strlen(base);
+    while (n && base[n - 1] == '/') n--;
+    size_t m = strlen(rest);
+    char *s = fl_malloc(n + m + 2);
+    memcpy(s, base, n);
+    s[n] = '/';
+    memcpy(s + n + 1, rest, m + 1);
+    return s;
+}
+
+/* Bind the appender to metadata md (taken). */
+static fl_err_t bind_metadata(fl_appender_t *a, json_t *md, char *err, size_t errlen)
+{
+    json_decref(a->md);
+    a->md = md;
+    json_int_t fv = json_integer_value(json_object_get(md, "format-version"));
+    if (fv != 2) return fail(err, errlen, FL_ERR_INVALID, "append supports format-version 2 tables (this one is v%d)", (int)fv);
+    a->format_version = (int)fv;
+    const char *uuid = json_string_value(json_object_get(md, "table-uuid"));
+    snprintf(a->table_uuid, sizeof a->table_uuid, "%s", uuid ? uuid : "");
+    return FL_OK;
+}
+
+static void free_open_file(open_file_t *f)
+{
+    fl_pq_writer_free(f->w);
+    f->w = NULL;
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+    if (f->tmp_path) unlink(f->tmp_path);
+    free(f->tmp_path);
+    f->tmp_path = NULL;
+    fl_buf_free(&f->key);
+    free(f->part);
+    f->part = NULL;
+    for (size_t i = 0; f->part_bytes && i < f->n_part; i++) free(f->part_bytes[i]);
+    free(f->part_bytes);
+    f->part_bytes = NULL;
+    fl_vec_free(&f->stage);
+}
+
+fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl_append_opts_t *opts,
+                        char *err, size_t errlen)
+{
+    *out = NULL;
+    fl_appender_t *a = fl_calloc(1, sizeof *a);
+    a->ops = *ops;
+    if (opts) a->opts = *opts;
+    fl_buf_init(&a->keybuf, 0);
+    json_t *md = NULL;
+    fl_err_t e = ops->load(ops->ctx, &md, &a->md_location, err, errlen);
+    if (e) goto fail;
+    if ((e = bind_metadata(a, md, err, errlen))) goto fail;
+    if ((e = fl_schema_from_metadata(a->md, -1, &a->schema, &a->schema_id, err, errlen))) goto fail;
+    if ((e = fl_part_spec_from_metadata(a->md, -1, &a->schema, &a->spec, err, errlen))) goto fail;
+    a->partitioned = !fl_part_spec_unpartitioned(&a->spec);
+
+    /* Parquet options: the caller's, else the table's properties. */
+    if (a->opts.parquet_set) {
+        a->pq = a->opts.parquet;
+    } else {
+        fl_pq_write_opts_default(&a->pq);
+        const char *codec = prop(a->md, "write.parquet.compression-codec");
+        if (codec && fl_codec_parse(codec, &a->pq.codec)) {
+            e = fail(err, errlen, FL_ERR_INVALID, "unsupported write.parquet.compression-codec \"%s\"", codec);
+            goto fail;
+        }
+        a->pq.level = (int)prop_i64(a->md, "write.parquet.compression-level", 0);
+        a->pq.page_bytes = (size_t)prop_i64(a->md, "write.parquet.page-size-bytes", (int64_t)a->pq.page_bytes);
+        a->pq.row_group_bytes = (size_t)prop_i64(a->md, "write.parquet.row-group-size-bytes", (int64_t)a->pq.row_group_bytes);
+        a->pq.dict_page_bytes = (size_t)prop_i64(a->md, "write.parquet.dict-size-bytes", (int64_t)a->pq.dict_page_bytes);
+    }
+    a->target_bytes = a->opts.target_file_bytes > 0
+                          ? a->opts.target_file_bytes
+                          : prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
+    json_t *cur = NULL;
+    json_t *schemas = json_object_get(a->md, "schemas");
+    size_t i;
+    json_t *s;
+    json_array_foreach(schemas, i, s) {
+        if (json_integer_value(json_object_get(s, "schema-id")) == a->schema_id) cur = s;
+    }
+    a->schema_json = cur ? json_dumps(cur, JSON_COMPACT) : NULL;
+    if (a->schema_json) {
+        a->footer_kv[0] = FL_SLICE("iceberg.schema");
+        a->footer_kv[1] = fl_slice_cstr(a->schema_json);
+        if (!a->pq.kv) { a->pq.kv = a->footer_kv; a->pq.n_kv = 1; }
+    }
+    const char *loc = json_string_value(json_object_get(a->md, "location"));
+    if (!loc || !*loc) { e = fail(err, errlen, FL_ERR_INVALID, "table metadata has no location"); goto fail; }
+    const char *dp = prop(a->md, "write.data.path");
+    const char *mp = prop(a->md, "write.metadata.path");
+    a->data_path = dp ? fl_strdup(dp) : join_path(loc, "data");
+    a->metadata_path = mp ? fl_strdup(mp) : join_path(loc, "metadata");
+    fl_uuid4(a->write_uuid);
+    *out = a;
+    return FL_OK;
+fail:
+    fl_append_free(a);
+    return e;
+}
+
+const fl_field_t *fl_append_schema(const fl_appender_t *a) { return &a->schema; }
+json_t *fl_append_metadata(const fl_appender_t *a) { return a->md; }
+int64_t fl_append_rows(const fl_appender_t *a) { return a->rows; }
+
+/* ---- partition routing ---- */
+
+/* Vector of field id src inside batch (following struct children only);
+ * *null_anc is set for row i if an enclosing struct is null. */
+static const fl_vec_t *find_vec(const fl_vec_t *v, int32_t id, const fl_vec_t **chain, int *depth)
+{
+    for (uint32_t c = 0; c < v->n_children; c++) {
+        const fl_vec_t *ch = &v->children[c];
+        if (ch->field->id == id) { chain[(*depth)++] = ch; return ch; }
+        if (ch->field->kind == FL_TYPE_STRUCT && *depth < 31) {
+            chain[(*depth)++] = ch;
+            const fl_vec_t *r = find_vec(ch, id, chain, depth);
+            if (r) return r;
+            (*depth)--;
+        }
+    }
+    return NULL;
+}
+
+typedef struct part_src {
+    const fl_vec_t *chain[32];
+    int depth;
+} part_src_t;
+
+static fl_err_t partition_value(const part_src_t *ps, const fl_part_field_t *pf, size_t row,
+                                fl_ice_value_t *out)
+{
+    for (int d = 0; d < ps->depth; d++)
+        if (fl_vec_is_null(ps->chain[d], row)) { out->kind = FL_ICE_NULL; return FL_OK; }
+    fl_ice_value_t in;
+    fl_err_t e = fl_vec_ice_value(ps->chain[ps->depth - 1], row, &in);
+    if (e) return e;
+    return fl_ice_transform_apply(&pf->transform, &in, out);
+}
+
+static void key_append(fl_buf_t *k, const fl_ice_value_t *v)
+{
+    if (v->kind == FL_ICE_NULL) { fl_buf_addc(k, 0); return; }
+    fl_buf_addc(k, 1);
+    size_t at = k->len;
+    uint32_t n = 0;
+    fl_buf_add(k, &n, sizeof n);
+    fl_ice_value_to_bytes(v, k);
+    n = (uint32_t)(k->len - at - sizeof n);
+    memcpy(k->ptr + at, &n, sizeof n);
+}
+
+static fl_err_t sink_write(void *ctx, const void *p, size_t n)
+{
+    open_file_t *f = ctx;
+    const char *s = p;
+    while (n) {
+        ssize_t w = write(f->fd, s, n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return FL_ERR_IO;
+        }
+        s += w;
+        n -= (size_t)w;
+        f->bytes_out += (uint64_t)w;
+    }
+    return FL_OK;
+}
+
+static fl_err_t start_file(fl_appender_t *a, open_file_t *f, char *err, size_t errlen)
+{
+    const char *dir = a->opts.tmp_dir ? a->opts.tmp_dir : getenv("TMPDIR");
+    if (!dir || !*dir) dir = "/tmp";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/floe-append-XXXXXX", dir);
+    f->fd = mkstemp(path);
+    if (f->fd < 0) return fail(err, errlen, FL_ERR_IO, "cannot create a staging file in %s: %s", dir, strerror(errno));
+    f->tmp_path = fl_strdup(path);
+    f->bytes_out = 0;
+    f->rows = 0;
+    fl_err_t e = fl_pq_writer_open(&f->w, &a->schema, &a->pq, (fl_pq_sink_t){ sink_write, f });
+    if (e) return fail(err, errlen, e, "cannot start a Parquet file: %s", fl_err_str(e));
+    return FL_OK;
+}
+
+static void add_file(fl_appender_t *a, fl_data_file_t *df)
+{
+    if (a->n_files == a->cap_files) {
+        a->cap_files = a->cap_files ? a->cap_files * 2 : 16;
+        a->files = fl_realloc(a->files, a->cap_files * sizeof *a->files);
+    }
+    a->files[a->n_files++] = *df;
+}
+
+/* Close f's Parquet file, upload it, record the data file; f stays allocated
+ * (w NULL) so it can start a new file for the same partition. */
+static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t errlen)
+{
+    if (!f->w) return FL_OK;
+    fl_pq_file_info_t info;
+    memset(&info, 0, sizeof info);
+    fl_err_t e = fl_pq_writer_close(f->w, &info);
+    fl_pq_writer_free(f->w);
+    f->w = NULL;
+    if (e) { fl_pq_file_info_free(&info); return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e)); }
+    if (info.record_count == 0) { fl_pq_file_info_free(&info); goto cleanup; }
+    if (fsync(f->fd) != 0) { fl_pq_file_info_free(&info); return fail(err, errlen, FL_ERR_IO, "staging file: %s", strerror(errno)); }
+
+    /* location: data path / partition path / name */
+    fl_buf_t uri;
+    fl_buf_init(&uri, 0);
+    fl_buf_adds(&uri, a->data_path);
+    if (uri.len && uri.ptr[uri.len - 1] != '/') fl_buf_addc(&uri, '/');
+    if (a->partitioned) {
+        size_t k = 0;
+        for (size_t i = 0; i < a->spec.n_fields; i++) {
+            const fl_part_field_t *pf = &a->spec.fields[i];
+            if (k++) fl_buf_addc(&uri, '/');
+            fl_ice_partition_path_append(&uri, pf->name, &pf->transform, &f->part[i]);
+        }
+        fl_buf_addc(&uri, '/');
+    }
+    fl_buf_printf(&uri, "%05" PRIu64 "-0-%s-%05" PRIu64 ".parquet", a->file_counter, a->write_uuid,
+                  a->file_counter + 1);
+    a->file_counter++;
+    e = a->ops.put_file(a->ops.ctx, uri.ptr, f->fd, (uint64_t)info.file_size);
+    if (e) {
+        fail(err, errlen, e, "uploading %s failed: %s", uri.ptr, fl_err_str(e));
+        fl_buf_free(&uri);
+        fl_pq_file_info_free(&info);
+        return e;
+    }
+    fl_data_file_t df;
+    memset(&df, 0, sizeof df);
+    df.content = 0;
+    df.file_path = fl_buf_steal(&uri);
+    df.file_format = fl_strdup("PARQUET");
+    df.record_count = info.record_count;
+    df.file_size_in_bytes = info.file_size;
+    df.metrics = info.metrics;
+    df.n_metrics = info.n_metrics;
+    df.split_offsets = info.split_offsets;
+    df.n_split_offsets = info.n_split_offsets;
+    info.metrics = NULL;
+    info.n_metrics = 0;
+    info.split_offsets = NULL;
+    info.n_split_offsets = 0;
+    fl_pq_file_info_free(&info);
+    df.n_partition = a->spec.n_fields;
+    df.partition = fl_calloc(df.n_partition ? df.n_partition : 1, sizeof *df.partition);
+    for (size_t i = 0; i < a->spec.n_fields; i++) fl_data_file_set_partition(&df, i, &f->part[i]);
+    add_file(a, &df);
+cleanup:
+    close(f->fd);
+    f->fd = -1;
+    unlink(f->tmp_path);
+    free(f->tmp_path);
+    f->tmp_path = NULL;
+    return FL_OK;
+}
+
+/* Index of the open file for the partition key in a->keybuf, opening one. */
+static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_t *idx, char *err,
+                             size_t errlen)
+{
+    for (size_t i = 0; i < a->n_open; i++) {
+        open_file_t *f = &a->open[i];
+        if (f->key.len == a->keybuf.len && !memcmp(f->key.ptr, a->keybuf.ptr, f->key.len)) {
+            *idx = i;
+            return FL_OK;
+        }
+    }
+    int max_open = a->opts.max_open_files > 0 ? a->opts.max_open_files : 64;
+    if (a->n_open >= (size_t)max_open) {
+        /* close the least recently used partition's file */
+        size_t lru = 0;
+        for (size_t i = 1; i < a->n_open; i++)
+            if (a->open[i].last_use < a->open[lru].last_use) lru = i;
+        open_file_t *f = &a->open[lru];
+        if (f->stage.len) {
+            fl_err_t e = fl_pq_writer_write(f->w, &f->stage);
+            if (e) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+            fl_vec_clear(&f->stage);
+        }
+        fl_err_t e = finish_file(a, f, err, errlen);
+        if (e) return e;
+        free_open_file(f);
+        a->open[lru] = a->open[--a->n_open];
+    }
+    a->open = fl_realloc(a->open, (a->n_open + 1) * sizeof *a->open);
+    open_file_t *f = &a->open[a->n_open];
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    fl_buf_init(&f->key, 0);
+    fl_buf_add(&f->key, a->keybuf.ptr, a->keybuf.len);
+    size_t np = a->spec.n_fields;
+    f->part = fl_calloc(np ? np : 1, sizeof *f->part);
+    f->part_bytes = fl_calloc(np ? np : 1, sizeof *f->part_bytes);
+    f->n_part = np;
+    /* Keep owned copies of byte values: they live in f->key's buffer already,
+     * but the path writer wants fl_ice_value_t, so copy the bytes. */
+    for (size_t i = 0; i < np; i++) {
+        f->part[i] = vals[i];
+        if (vals[i].kind == FL_ICE_STRING || vals[i].kind == FL_ICE_FIXED || vals[i].kind == FL_ICE_BINARY) {
+            size_t n = vals[i].u.bytes.len;
+            f->part_bytes[i] = fl_malloc(n ? n : 1);
+            if (n) memcpy(f->part_bytes[i], vals[i].u.bytes.ptr, n);
+            f->part[i].u.bytes.ptr = f->part_bytes[i];
+        }
+    }
+    fl_vec_init(&f->stage, &a->schema);
+    a->n_open++;
+    fl_err_t e = start_file(a, f, err, errlen);
+    if (e) {
+        a->n_open--;
+        free_open_file(f);
+        return e;
+    }
+    *idx = a->n_open - 1;
+    return FL_OK;
+}
+
+static fl_err_t maybe_roll(fl_appender_t *a, open_file_t *f, char *err, size_t errlen)
+{
+    if (fl_pq_writer_bytes(f->w) < a->target_bytes) return FL_OK;
+    fl_err_t e = finish_file(a, f, err, errlen);
+    if (!e) e = start_file(a, f, err, errlen);
+    return e;
+}
+
+fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, size_t errlen)
+{
+    if (batch->field->kind != FL_TYPE_STRUCT || batch->n_children != a->schema.n_children)
+        return fail(err, errlen, FL_ERR_INVALID, "batch does not have the table schema's shape");
+    if (!batch->len) return FL_OK;
+    a->tick++;
+    fl_err_t e;
+    if (!a->partitioned) {
+        if (!a->n_open) {
+            fl_buf_reset(&a->keybuf);
+            size_t idx;
+            if ((e = file_for_key(a, NULL, &idx, err, errlen))) return e;
+        }
+        open_file_t *f = &a->open[0];
+        if ((e = fl_pq_writer_write(f->w, batch))) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+        a->rows += (int64_t)batch->len;
+        return maybe_roll(a, f, err, errlen);
+    }
+    /* Route rows: compute each row's partition tuple. */
+    size_t np = a->spec.n_fields;
+    part_src_t *ps = fl_calloc(np, sizeof *ps);
+    fl_ice_value_t *vals = fl_calloc(np, sizeof *vals);
+    for (size_t k = 0; k < np; k++) {
+        if (a->spec.fields[k].transform.kind == FL_ICE_T_VOID) continue;
+        if (!find_vec(batch, a->spec.fields[k].source_id, ps[k].chain, &ps[k].depth)) {
+            e = fail(err, errlen, FL_ERR_INVALID, "partition source field %d is not in the batch",
+                     (int)a->spec.fields[k].source_id);
+            goto out;
+        }
+    }
+    size_t last = SIZE_MAX;
+    for (size_t r = 0; r < batch->len; r++) {
+        fl_buf_reset(&a->keybuf);
+        for (size_t k = 0; k < np; k++) {
+            vals[k].kind = FL_ICE_NULL;
+            if (a->spec.fields[k].transform.kind != FL_ICE_T_VOID &&
+                (e = partition_value(&ps[k], &a->spec.fields[k], r, &vals[k]))) {
+                fail(err, errlen, e, "row %zu: cannot compute partition field %s", r, a->spec.fields[k].name);
+                goto out;
+            }
+            key_append(&a->keybuf, &vals[k]);
+        }
+        size_t idx;
+        if (last != SIZE_MAX && a->open[last].key.len == a->keybuf.len &&
+            !memcmp(a->open[last].key.ptr, a->keybuf.ptr, a->keybuf.len)) {
+            idx = last;
+        } else if ((e = file_for_key(a, vals, &idx, err, errlen))) {
+            goto out;
+        }
+        last = idx;
+        a->open[idx].last_use = a->tick;
+        fl_vec_append_from(&a->open[idx].stage, batch, r);
+    }
+    for (size_t i = 0; i < a->n_open; i++) {
+        open_file_t *f = &a->open[i];
+        if (!f->stage.len) continue;
+        if ((e = fl_pq_writer_write(f->w, &f->stage))) {
+            fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+            goto out;
+        }
+        fl_vec_clear(&f->stage);
+        if ((e = maybe_roll(a, f, err, errlen))) goto out;
+    }
+    a->rows += (int64_t)batch->len;
+    e = FL_OK;
+out:
+    free(ps);
+    free(vals);
+    return e;
+}
+
+/* ---- commit ---- */
+
+static int64_t new_snapshot_id(json_t *md)
+{
+    for (;;) {
+        uint64_t r;
+        char hex[17];
+        fl_random_hex(hex, 16);
+        r = strtoull(hex, NULL, 16) & INT64_MAX;
+        if (!r) continue;
+        bool clash = false;
+        size_t i;
+        json_t *s;
+        json_array_foreach(json_object_get(md, "snapshots"), i, s)
+            if ((uint64_t)json_integer_value(json_object_get(s, "snapshot-id")) == r) clash = true;
+        if (!clash) return (int64_t)r;
+    }
+}
+
+static json_t *find_snapshot(json_t *md, int64_t id)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(md, "snapshots"), i, s)
+        if (json_integer_value(json_object_get(s, "snapshot-id")) == id) return s;
+    return NULL;
+}
+
+/* main's snapshot id, or -1 */
+static int64_t main_snapshot(json_t *md)
+{
+    json_t *r = json_object_get(json_object_get(md, "refs"), "main");
+    if (r) return json_integer_value(json_object_get(r, "snapshot-id"));
+    return fl_iceberg_current_snapshot_id(md);
+}
+
+static int64_t summary_i64(json_t *snap, const char *key, bool *ok)
+{
+    json_t *v = json_object_get(json_object_get(snap, "summary"), key);
+    if (!json_is_string(v)) { *ok = false; return 0; }
+    return strtoll(json_string_value(v), NULL, 10);
+}
+
+static void set_num(json_t *o, const char *k, int64_t v)
+{
+    char b[32];
+    snprintf(b, sizeof b, "%" PRId64, v);
+    json_object_set_new(o, k, json_string(b));
+}
+
+static fl_err_t close_all(fl_appender_t *a, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < a->n_open; i++) {
+        open_file_t *f = &a->open[i];
+        fl_err_t e = FL_OK;
+        if (f->stage.len && f->w) {
+            if ((e = fl_pq_writer_write(f->w, &f->stage)))
+                return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+            fl_vec_clear(&f->stage);
+        }
+        if ((e = finish_file(a, f, err, errlen))) return e;
+        free_open_file(f);
+    }
+    free(a->open);
+    a->open = NULL;
+    a->n_open = 0;
+    return FL_OK;
+}
+
+fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
+                          char *err, size_t errlen)
+{
+    *snapshot_id = -1;
+    fl_err_t e = close_all(a, err, errlen);
+    if (e) return e;
+    if (!a->n_files) return FL_OK;
+
+    fl_manifest_writer_t mw;
+    fl_manifest_file_t mf;
+    memset(&mw, 0, sizeof mw);
+    memset(&mf, 0, sizeof mf);
+    fl_buf_t mbytes, lbytes, uri, parent_list;
+    fl_buf_init(&mbytes, 0);
+    fl_buf_init(&lbytes, 0);
+    fl_buf_init(&uri, 0);
+    fl_buf_init(&parent_list, 0);
+    fl_manifest_file_t *parent_files = NULL;
+    size_t n_parent = 0;
+    json_t *updates = NULL, *reqs = NULL;
+    char *list_uri = NULL, *manifest_uri = NULL;
+    char commit_uuid[37];
+    fl_uuid4(commit_uuid);
+
+    int64_t sid = new_snapshot_id(a->md);
+    int64_t added_rows = 0, added_size = 0;
+    for (size_t i = 0; i < a->n_files; i++) {
+        added_rows += a->files[i].record_count;
+        added_size += a->files[i].file_size_in_bytes;
+    }
+    /* changed partitions */
+    size_t changed = 0;
+    {
+        fl_buf_t k1, k2;
+        fl_buf_init(&k1, 0);
+        fl_buf_init(&k2, 0);
+        for (size_t i = 0; i < a->n_files; i++) {
+            fl_buf_reset(&k1);
+            for (size_t p = 0; p < a->files[i].n_partition; p++) key_append(&k1, &a->files[i].partition[p]);
+            bool seen = false;
+            for (size_t j = 0; j < i && !seen; j++) {
+                fl_buf_reset(&k2);
+                for (size_t p = 0; p < a->files[j].n_partition; p++) key_append(&k2, &a->files[j].partition[p]);
+                seen = k1.len == k2.len && !memcmp(k1.ptr, k2.ptr, k1.len);
+            }
+            if (!seen) changed++;
+        }
+        fl_buf_free(&k1);
+        fl_buf_free(&k2);
+    }
+
+    /* The manifest: written once, reused by every attempt. */
+    if ((e = fl_manifest_writer_open(&mw, a->format_version, &a->schema, a->schema_id, &a->spec, 0, sid,
+                                     FL_AVRO_CODEC_DEFLATE))) {
+        fail(err, errlen, e, "cannot start a manifest: %s", fl_err_str(e));
+        goto out;
+    }
+    for (size_t i = 0; i < a->n_files; i++) {
+        fl_manifest_entry_t me;
+        memset(&me, 0, sizeof me);
+        me.status = 1;
+        me.has_snapshot_id = true;
+        me.snapshot_id = sid;
+        me.file = a->files[i];
+        if ((e = fl_manifest_writer_add(&mw, &me))) {
+            fail(err, errlen, e, "cannot write a manifest entry: %s", fl_err_str(e));
+            goto out;
+        }
+    }
+    fl_buf_printf(&uri, "%s/%s-m0.avro", a->metadata_path, commit_uuid);
+    manifest_uri = fl_buf_steal(&uri);
+    json_int_t last_seq = json_integer_value(json_object_get(a->md, "last-sequence-number"));
+    if ((e = fl_manifest_writer_finish(&mw, manifest_uri, last_seq + 1, &mbytes, &mf))) {
+        fail(err, errlen, e, "cannot finish the manifest: %s", fl_err_str(e));
+        goto out;
+    }
+    if ((e = a->ops.put(a->ops.ctx, manifest_uri, mbytes.ptr, mbytes.len))) {
+        fail(err, errlen, e, "uploading %s failed: %s", manifest_uri, fl_err_str(e));
+        goto out;
+    }
+
+    for (int attempt = 1;; attempt++) {
+        int64_t parent = main_snapshot(a->md);
+        int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
+        mf.sequence_number = seq;
+        mf.min_sequence_number = seq;
+        /* parent's manifests */
+        fl_manifest_files_free(parent_files, n_parent);
+        parent_files = NULL;
+        n_parent = 0;
+        json_t *psnap = parent >= 0 ? find_snapshot(a->md, parent) : NULL;
+        if (psnap) {
+            const char *pl = json_string_value(json_object_get(psnap, "manifest-list"));
+            if (!pl) {
+                e = fail(err, errlen, FL_ERR_INVALID, "parent snapshot %" PRId64 " has no manifest-list (v1 manifests field unsupported)", parent);
+                goto out;
+            }
+            fl_buf_reset(&parent_list);
+            if ((e = a->ops.get(a->ops.ctx, pl, &parent_list))) {
+                fail(err, errlen, e, "reading %s failed: %s", pl, fl_err_str(e));
+                goto out;
+            }
+            if ((e = fl_manifest_list_read(fl_slice(parent_list.ptr, parent_list.len), &parent_files, &n_parent,
+                                           err, errlen)))
+                goto out;
+        }
+        size_t n_all = n_parent + 1;
+        fl_manifest_file_t *all = fl_malloc(n_all * sizeof *all);
+        all[0] = mf;
+        if (n_parent) memcpy(all + 1, parent_files, n_parent * sizeof *all);
+        fl_buf_reset(&lbytes);
+        e = fl_manifest_list_write(a->format_version, sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE, &lbytes);
+        free(all);
+        if (e) { fail(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e)); goto out; }
+        free(list_uri);
+        fl_buf_reset(&uri);
+        fl_buf_printf(&uri, "%s/snap-%" PRId64 "-%d-%s.avro", a->metadata_path, sid, attempt, commit_uuid);
+        list_uri = fl_buf_steal(&uri);
+        if ((e = a->ops.put(a->ops.ctx, list_uri, lbytes.ptr, lbytes.len))) {
+            fail(err, errlen, e, "uploading %s failed: %s", list_uri, fl_err_str(e));
+            goto out;
+        }
+
+        /* summary */
+        json_t *summary = json_object();
+        json_object_set_new(summary, "operation", json_string("append"));
+        set_num(summary, "added-data-files", (int64_t)a->n_files);
+        set_num(summary, "added-records", added_rows);
+        set_num(summary, "added-files-size", added_size);
+        set_num(summary, "changed-partition-count", (int64_t)changed);
+        bool ok = true;
+        int64_t tr = 0, tf = 0, ts = 0, tdel = 0, tpd = 0, ted = 0;
+        if (psnap) {
+            tr = summary_i64(psnap, "total-records", &ok);
+            tf = summary_i64(psnap, "total-data-files", &ok);
+            ts = summary_i64(psnap, "total-files-size", &ok);
+            tdel = summary_i64(psnap, "total-delete-files", &ok);
+            tpd = summary_i64(psnap, "total-position-deletes", &ok);
+            ted = summary_i64(psnap, "total-equality-deletes", &ok);
+        }
+        if (ok) {
+            set_num(summary, "total-records", tr + added_rows);
+            set_num(summary, "total-files-size", ts + added_size);
+            set_num(summary, "total-data-files", tf + (int64_t)a->n_files);
+            set_num(summary, "total-delete-files", tdel);
+            set_num(summary, "total-position-deletes", tpd);
+            set_num(summary, "total-equality-deletes", ted);
+        }
+        for (size_t i = 0; i < n_kv; i++)
+            if (kv[2 * i] && kv[2 * i + 1]) json_object_set_new(summary, kv[2 * i], json_string(kv[2 * i + 1]));
+        json_t *snap = json_pack("{s:I,s:I,s:I,s:s,s:o,s:i}", "snapshot-id", (json_int_t)sid,
+                                 "sequence-number", (json_int_t)seq, "timestamp-ms", (json_int_t)fl_now_ms(),
+                                 "manifest-list", list_uri, "summary", summary, "schema-id", (int)a->schema_id);
+        if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+        json_decref(updates);
+        json_decref(reqs);
+        updates = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap,
+                            "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                            "snapshot-id", (json_int_t)sid);
+        reqs = json_pack("[{s:s,s:s},{s:s,s:s,s:o}]", "type", "assert-table-uuid", "uuid", a->table_uuid,
+                         "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
+                         parent >= 0 ? json_integer(parent) : json_null());
+        json_t *newmd = NULL;
+        int status = 0;
+        char cerr[512] = "";
+        e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
+        if (!e && status >= 200 && status < 300) {
+            if (newmd) {
+                bind_metadata(a, newmd, NULL, 0);
+            } else {
+                json_t *md = NULL;
+                char *loc = NULL;
+                if (!a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) {
+                    bind_metadata(a, md, NULL, 0);
+                    free(a->md_location);
+                    a->md_location = loc;
+                }
+            }
+            *snapshot_id = sid;
+            break;
+        }
+        json_decref(newmd);
+        if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
+            /* Re-base on the table as it is now. */
+            a->ops.del(a->ops.ctx, list_uri);
+            json_t *md = NULL;
+            char *loc = NULL;
+            if ((e = a->ops.load(a->ops.ctx, &md, &loc, err, errlen))) goto out;
+            free(a->md_location);
+            a->md_location = loc;
+            const char *old_uuid = a->table_uuid[0] ? a->table_uuid : "";
+            const char *nu = json_string_value(json_object_get(md, "table-uuid"));
+            if (nu && strcmp(nu, old_uuid)) {
+                json_decref(md);
+                e = fail(err, errlen, FL_ERR_CONFLICT, "the table was replaced while appending (uuid changed)");
+                goto out;
+            }
+            if ((e = bind_metadata(a, md, err, errlen))) goto out;
+            usleep((useconds_t)(attempt * 20000));
+            continue;
+        }
+        if (status == 409) {
+            e = fail(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
+            goto out;
+        }
+        if (status >= 400 && status < 500) {
+            e = fail(err, errlen, FL_ERR_INVALID, "the catalog refused the commit (%d): %s", status, cerr);
+            goto out;
+        }
+        /* Unknown outcome: look for our snapshot. */
+        json_t *md = NULL;
+        char *loc = NULL;
+        if (!a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) {
+            bool there = find_snapshot(md, sid) != NULL;
+            bind_metadata(a, md, NULL, 0);
+            free(a->md_location);
+            a->md_location = loc;
+            if (there) { *snapshot_id = sid; break; }
+        }
+        e = fail(err, errlen, FL_ERR_IO, "commit state unknown (status %d): %s", status, cerr);
+        for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
+        a->n_files = 0;
+        a->rows = 0;
+        goto out_keep;
+    }
+    /* committed */
+    for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
+    a->n_files = 0;
+    a->rows = 0;
+    e = FL_OK;
+    goto out_keep;
+out:
+    /* A definite failure: the uploaded files are garbage; remove them. */
+    if (manifest_uri) a->ops.del(a->ops.ctx, manifest_uri);
+    if (list_uri) a->ops.del(a->ops.ctx, list_uri);
+    fl_append_abort(a);
+out_keep:
+    fl_manifest_writer_free(&mw);
+    fl_manifest_file_free(&mf);
+    fl_manifest_files_free(parent_files, n_parent);
+    fl_buf_free(&mbytes);
+    fl_buf_free(&lbytes);
+    fl_buf_free(&uri);
+    fl_buf_free(&parent_list);
+    json_decref(updates);
+    json_decref(reqs);
+    free(list_uri);
+    free(manifest_uri);
+    return e;
+}
+
+void fl_append_abort(fl_appender_t *a)
+{
+    if (!a) return;
+    for (size_t i = 0; i < a->n_open; i++) free_open_file(&a->open[i]);
+    free(a->open);
+    a->open = NULL;
+    a->n_open = 0;
+    for (size_t i = 0; i < a->n_files; i++) {
+        a->ops.del(a->ops.ctx, a->files[i].file_path);
+        fl_data_file_free(&a->files[i]);
+    }
+    a->n_files = 0;
+    a->rows = 0;
+}
+
+void fl_append_free(fl_appender_t *a)
+{
+    if (!a) return;
+    fl_append_abort(a);
+    free(a->files);
+    json_decref(a->md);
+    free(a->md_location);
+    fl_field_free(&a->schema);
+    fl_part_spec_free(&a->spec);
+    free(a->schema_json);
+    free(a->data_path);
+    free(a->metadata_path);
+    fl_buf_free(&a->keybuf);
+    free(a);
+}

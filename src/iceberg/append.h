@@ -1,0 +1,80 @@
+/* The append API: columnar batches in, an Iceberg fast-append snapshot out.
+ *
+ * An appender is opened on a table (its current metadata, loaded through a
+ * catalog), takes batches shaped like the table's current schema, routes each
+ * row to its partition (the default spec's transforms), writes Parquet files
+ * per partition rolled at write.target-file-size-bytes, and on commit writes
+ * one manifest for the new files and a manifest list (the new manifest first,
+ * then the parent snapshot's manifests as they are), then commits add-snapshot
+ * + set-snapshot-ref(main) with assert-table-uuid and assert-ref-snapshot-id.
+ * A 409 re-loads the table and re-bases: same files and manifest, a new list
+ * with the new parent's manifests and the next sequence number (Java's
+ * SnapshotProducer does the same). A 5xx or transport failure on commit means
+ * "unknown": the appender reloads once and reports success if its snapshot is
+ * there, else FL_ERR_IO, and leaves the files in place (as Java does).
+ *
+ * The catalog and the storage are callbacks (fl_table_ops_t), so the same code
+ * commits through the REST client (`floe sink`, `floe` CLI) or in-process
+ * (maintenance inside `floe serve`). One thread at a time per appender. */
+#ifndef FL_ICEBERG_APPEND_H
+#define FL_ICEBERG_APPEND_H
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "base/buf.h"
+#include "base/err.h"
+#include "format/column.h"
+#include "format/parquet.h"
+
+typedef struct fl_table_ops {
+    void *ctx;
+    /* Current table metadata (new reference) and its metadata location (owned
+     * by the caller, free()). */
+    fl_err_t (*load)(void *ctx, json_t **metadata, char **location, char *err, size_t errlen);
+    /* Commit requirements + updates. On success *metadata is the new metadata
+     * (new reference; may be left NULL). *http_status is the catalog's answer
+     * (200, 409 conflict, 5xx unknown, 0 transport failure). */
+    fl_err_t (*commit)(void *ctx, json_t *requirements, json_t *updates, json_t **metadata,
+                       int *http_status, char *err, size_t errlen);
+    /* Storage: whole-object writes from memory and from a file, reads, deletes,
+     * by absolute location (s3://..., file://...). */
+    fl_err_t (*put)(void *ctx, const char *uri, const void *p, size_t n);
+    fl_err_t (*put_file)(void *ctx, const char *uri, int fd, uint64_t size);
+    fl_err_t (*get)(void *ctx, const char *uri, fl_buf_t *out);
+    fl_err_t (*del)(void *ctx, const char *uri);
+} fl_table_ops_t;
+
+typedef struct fl_append_opts {
+    int64_t target_file_bytes;   /* 0 = table property write.target-file-size-bytes (512 MiB) */
+    fl_pq_write_opts_t parquet;  /* codec 0 and friends = table properties / defaults */
+    bool parquet_set;            /* false: derive parquet options from the table properties */
+    const char *tmp_dir;         /* where files are staged before upload; NULL = $TMPDIR or /tmp */
+    int max_open_files;          /* partitions written at once; 0 = 64 (older ones are closed) */
+} fl_append_opts_t;
+
+typedef struct fl_appender fl_appender_t;
+
+/* Load the table and prepare to write with its current schema and default
+ * spec. ops is copied. opts may be NULL. */
+fl_err_t fl_append_open(fl_appender_t **a, const fl_table_ops_t *ops, const fl_append_opts_t *opts,
+                        char *err, size_t errlen);
+/* The schema batches must have (a STRUCT root; owned by the appender). */
+const fl_field_t *fl_append_schema(const fl_appender_t *a);
+/* The loaded table metadata (borrowed; refreshed by a re-based commit). */
+json_t *fl_append_metadata(const fl_appender_t *a);
+/* Write the rows of batch (shaped like fl_append_schema). */
+fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, size_t errlen);
+/* Rows and files written since open (or the last commit). */
+int64_t fl_append_rows(const fl_appender_t *a);
+/* Close the open files and commit one snapshot whose summary carries the
+ * n_kv (key, value) pairs of kv (kv[2i], kv[2i+1]) besides Iceberg's own
+ * figures. With no rows written nothing is committed (*snapshot_id = -1).
+ * On success the appender can take more batches for the next commit. */
+fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv,
+                          int64_t *snapshot_id, char *err, size_t errlen);
+/* Drop what was written since the last commit (deletes the uploaded files). */
+void fl_append_abort(fl_appender_t *a);
+void fl_append_free(fl_appender_t *a);
+
+#endif
