@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog compat compat-quick demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet compat compat-quick demo clean
 
 all: build
 
@@ -56,6 +56,9 @@ bench: build
 
 bench-catalog: build
 	@bash bench/catalog.sh
+
+bench-parquet: deps build
+	@.venv/bin/python bench/parquet.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

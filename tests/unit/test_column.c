@@ -140,3 +140,58 @@ FL_TEST(codec_round_trip)
     free(raw);
     free(back);
 }
+
+#include <jansson.h>
+#include "format/json_rows.h"
+
+FL_TEST(json_rows_round_trip)
+{
+    fl_field_t root;
+    make_schema(&root);
+    fl_field_t *d = fl_field_add_child(&root);
+    fl_field_set(d, 20, "dec", false, FL_TYPE_DECIMAL);
+    d->precision = 38; d->scale = 3;
+    fl_field_set(fl_field_add_child(&root), 21, "ts", false, FL_TYPE_TIMESTAMPTZ);
+    fl_field_set(fl_field_add_child(&root), 22, "day", false, FL_TYPE_DATE);
+    fl_field_set(fl_field_add_child(&root), 23, "bin", false, FL_TYPE_BINARY);
+    fl_field_set(fl_field_add_child(&root), 24, "u", false, FL_TYPE_UUID);
+    fl_vec_t v;
+    fl_vec_init(&v, &root);
+    const char *rows[] = {
+        "{\"id\":1,\"name\":\"x\",\"tags\":[\"a\",null],\"attrs\":{\"k\":1},\"loc\":{\"lat\":2.5},"
+        "\"dec\":\"-12345678901234567890123.456\",\"ts\":\"2017-11-16T22:31:08.123456+00:00\","
+        "\"day\":\"2017-11-16\",\"bin\":\"00ff\",\"u\":\"f79c3e09-677c-4bbd-a479-3f349cb785e7\"}",
+        "{\"id\":2,\"name\":null,\"tags\":null,\"attrs\":null,\"loc\":null,\"dec\":null,\"ts\":null,"
+        "\"day\":null,\"bin\":null,\"u\":null}",
+    };
+    char err[256];
+    fl_buf_t out;
+    fl_buf_init(&out, 0);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *j = json_loads(rows[i], 0, NULL);
+        REQUIRE(j);
+        CHECK(fl_vec_append_json(&v, j, err, sizeof err) == FL_OK);
+        json_decref(j);
+        fl_buf_reset(&out);
+        fl_vec_json_append(&v, i, &out);
+        CHECK_STR(out.ptr, rows[i]);
+    }
+    /* Errors leave the vectors as they were. */
+    const char *badrows[] = {
+        "{\"name\":\"no id\"}", "{\"id\":\"x\"}", "{\"id\":3,\"dec\":\"1.2345\"}",
+        "{\"id\":3,\"ts\":\"2017-13-01T00:00:00\"}", "{\"id\":3,\"u\":\"nope\"}",
+        "{\"id\":3,\"loc\":{\"lat\":\"north\"}}", "{\"id\":3,\"attrs\":{\"k\":\"v\"}}",
+    };
+    for (size_t i = 0; i < sizeof badrows / sizeof badrows[0]; i++) {
+        json_t *j = json_loads(badrows[i], 0, NULL);
+        REQUIRE(j);
+        CHECK(fl_vec_append_json(&v, j, err, sizeof err) == FL_ERR_INVALID);
+        json_decref(j);
+    }
+    CHECK_EQ(v.len, 2);
+    CHECK_EQ(v.children[4].children[0].len, 2);
+    CHECK_EQ(v.children[3].children[0].len, 1);
+    fl_buf_free(&out);
+    fl_vec_free(&v);
+    fl_field_free(&root);
+}
