@@ -8,7 +8,7 @@ DEBS=(build-essential pkgconf cmake
       libssl-dev libsqlite3-dev libexpat1-dev libjansson-dev zlib1g-dev libcurl4-openssl-dev
       libzstd-dev libsnappy-dev liblz4-dev
       clang libclang-rt-dev s3cmd curl sqlite3 python3-venv
-      openjdk-17-jre-headless maven)
+      openjdk-17-jdk-headless maven)
 
 missing=()
 for p in "${DEBS[@]}"; do
