@@ -32,6 +32,10 @@
 #define FL_SIGV4_MAX_EXPIRES_S     604800
 
 #define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
+#define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
+#define FL_MANIFEST_MAX_ENTRIES    (4 * 1024 * 1024) /* entries in one manifest / manifest list */
+#define FL_MANIFEST_MAX_AVRO_NODES 65536            /* types in a manifest file's Avro schema */
+#define FL_MANIFEST_MAX_DEPTH      32               /* nesting of a manifest file's Avro schema */
 
 #define FL_AVRO_MAX_META_ENTRIES   1024              /* container header metadata map entries */
 #define FL_AVRO_MAX_BLOCK_BYTES    (64 * 1024 * 1024) /* one container block, compressed or not */

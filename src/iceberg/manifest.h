@@ -36,6 +36,8 @@ typedef struct fl_data_file {
     size_t n_split_offsets;
     bool has_sort_order_id;
     int32_t sort_order_id;
+    bool has_first_row_id;           /* v3 first_row_id (142); written by v3 manifests only */
+    int64_t first_row_id;
 } fl_data_file_t;
 
 void fl_data_file_free(fl_data_file_t *f);
@@ -71,6 +73,8 @@ typedef struct fl_manifest_file {
     fl_field_summary_t *partitions;  /* owned; NULL + has_partitions false = null */
     size_t n_partitions;
     bool has_partitions;
+    bool has_first_row_id;           /* v3 first_row_id (520); written by v3 lists only */
+    int64_t first_row_id;
 } fl_manifest_file_t;
 
 void fl_manifest_file_free(fl_manifest_file_t *m);
@@ -97,9 +101,11 @@ typedef struct fl_manifest_writer {
     char *avro_schema;               /* the Avro schema JSON */
 } fl_manifest_writer_t;
 
-/* Start a manifest for entries of one spec. schema_json_text is the table
- * schema JSON for the header (the caller has it; NULL = rendered from schema).
- * codec: Java writes deflate. */
+/* Start a manifest for entries of one spec (format_version 1, 2 or 3). The
+ * header "schema" is schema rendered as JSON with schema_id; "partition-spec"
+ * is the spec's fields array. codec: Java writes deflate. FL_ERR_INVALID for a
+ * bad version or a spec whose fields lack a source type (void on a dropped
+ * column is written as int). */
 fl_err_t fl_manifest_writer_open(fl_manifest_writer_t *w, int format_version,
                                  const fl_field_t *schema, int32_t schema_id,
                                  const fl_part_spec_t *spec, int32_t content,
