@@ -38,6 +38,14 @@ typedef struct stats {
     fl_buf_t bmin, bmax;       /* ST_BYTES */
 } stats_t;
 
+/* A dictionary hash table slot: the value inline when it fits in 8 bytes, the
+ * (offset << 32 | length) of its bytes in the dictionary for BYTE_ARRAY, so a
+ * lookup touches one slot and at most one dictionary position. */
+typedef struct dslot {
+    uint32_t h, idx1;          /* 32-bit hash; dictionary index + 1 */
+    uint64_t val;
+} dslot_t;
+
 typedef struct leaf {
     const fl_field_t *field;
     int depth;
@@ -64,9 +72,7 @@ typedef struct leaf {
     bool dict_on;
     fl_buf_t dict;             /* PLAIN-encoded values */
     uint32_t n_dict;
-    uint32_t *d_off;           /* BYTE_ARRAY: offset of entry k's bytes in dict */
-    size_t cap_doff;
-    uint64_t *slots;           /* (hash32 << 32) | (index + 1); 0 = empty */
+    struct dslot *slots;       /* open addressing, linear probing; idx1 == 0: empty */
     size_t n_slots;
 
     /* chunk */
@@ -797,59 +803,94 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
 static void dict_grow(leaf_t *L)
 {
     size_t ns = L->n_slots ? L->n_slots * 2 : 1024;
-    uint64_t *s = fl_calloc(ns, sizeof *s);
+    dslot_t *t = fl_calloc(ns, sizeof *t);
     for (size_t i = 0; i < L->n_slots; i++) {
-        uint64_t x = L->slots[i];
-        if (!x) continue;
-        size_t p = (uint32_t)(x >> 32) & (ns - 1);
-        while (s[p]) p = (p + 1) & (ns - 1);
-        s[p] = x;
+        if (!L->slots[i].idx1) continue;
+        size_t p = L->slots[i].h & (ns - 1);
+        while (t[p].idx1) p = (p + 1) & (ns - 1);
+        t[p] = L->slots[i];
     }
     free(L->slots);
-    L->slots = s;
+    L->slots = t;
     L->n_slots = ns;
 }
 
-static inline bool dict_eq(const leaf_t *L, uint32_t k, const unsigned char *p, size_t n)
+/* The physical form of value i of v: *p, *n, and the unscaled value of a decimal in *x. */
+static inline void phys(const leaf_t *L, const fl_vec_t *v, size_t i, unsigned char tmp[16],
+                        const unsigned char **p, size_t *n, __int128 *x)
 {
-    const unsigned char *d = (const unsigned char *)L->dict.ptr;
-    if (L->width) {
-        if (n == 4) { uint32_t a, b; memcpy(&a, d + (size_t)k * 4, 4); memcpy(&b, p, 4); return a == b; }
-        if (n == 8) { uint64_t a, b; memcpy(&a, d + (size_t)k * 8, 8); memcpy(&b, p, 8); return a == b; }
-        return !memcmp(d + (size_t)k * n, p, n);
+    switch (L->pv) {
+    case PV_BOOL: case PV_I32: case PV_F32: *p = v->data + i * 4; *n = 4; break;
+    case PV_I64: case PV_F64: *p = v->data + i * 8; *n = 8; break;
+    case PV_DEC32: { memcpy(x, v->data + i * 16, 16); int32_t y = (int32_t)*x; memcpy(tmp, &y, 4); *p = tmp; *n = 4; break; }
+    case PV_DEC64: { memcpy(x, v->data + i * 16, 16); int64_t y = (int64_t)*x; memcpy(tmp, &y, 8); *p = tmp; *n = 8; break; }
+    case PV_DECFL: {
+        memcpy(x, v->data + i * 16, 16);
+        unsigned __int128 u = (unsigned __int128)*x;
+        *n = L->width;
+        for (size_t b = *n; b > 0; b--) { tmp[b - 1] = (unsigned char)u; u >>= 8; }
+        *p = tmp;
+        break;
     }
-    uint32_t off = L->d_off[k], len;
-    memcpy(&len, d + off - 4, 4);
-    return len == n && !memcmp(d + off, p, n);
+    case PV_FIXED: *n = L->width; *p = v->data + i * L->width; break;
+    default: {
+        uint32_t o = v->offsets[i];
+        *p = v->bytes + o;
+        *n = v->offsets[i + 1] - o;
+        break;
+    }
+    }
+}
+
+static inline uint64_t small_val(const unsigned char *p, size_t n)
+{
+    uint64_t v = 0;
+    if (n == 8) memcpy(&v, p, 8);
+    else if (n == 4) { uint32_t u; memcpy(&u, p, 4); v = u; }
+    else memcpy(&v, p, n);
+    return v;
 }
 
 /* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
-static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
+static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n, __int128 x, uint32_t h)
 {
     if (L->n_dict * 2 >= L->n_slots) dict_grow(L);
-    uint32_t h = hash32(p, n);
     size_t mask = L->n_slots - 1, s = h & mask;
+    const unsigned char *d = (const unsigned char *)L->dict.ptr;
+    uint64_t key = L->width && L->width <= 8 ? small_val(p, n) : 0;
     for (;;) {
-        uint64_t e = L->slots[s];
-        if (!e) break;
-        if ((uint32_t)(e >> 32) == h && dict_eq(L, (uint32_t)e - 1, p, n)) return (uint32_t)e - 1;
+        const dslot_t *e = &L->slots[s];
+        if (!e->idx1) break;
+        if (e->h == h) {
+            if (L->width && L->width <= 8) {
+                if (e->val == key) return e->idx1 - 1;
+            } else if (!L->width) {
+                if ((uint32_t)e->val == n && !memcmp(d + (e->val >> 32), p, n)) return e->idx1 - 1;
+            } else if (!memcmp(d + (size_t)(e->idx1 - 1) * n, p, n)) {
+                return e->idx1 - 1;
+            }
+        }
         s = (s + 1) & mask;
     }
     uint32_t k = L->n_dict++;
-    L->slots[s] = (uint64_t)h << 32 | (k + 1);
+    dslot_t *e = &L->slots[s];
+    e->h = h;
+    e->idx1 = k + 1;
+    e->val = key;
     if (!L->width) {
-        if (L->n_dict > L->cap_doff) {
-            L->cap_doff = L->cap_doff ? L->cap_doff * 2 : 1024;
-            L->d_off = fl_realloc(L->d_off, L->cap_doff * sizeof *L->d_off);
-        }
         unsigned char lenb[4];
         put_le32(lenb, (uint32_t)n);
         if (fl_buf_add(&L->dict, lenb, 4)) abort();
-        L->d_off[k] = (uint32_t)L->dict.len;
+        e->val = (uint64_t)L->dict.len << 32 | n;
     }
     if (fl_buf_add(&L->dict, p, n)) abort();
     stats_update(L, &L->cs, p, n, x);
     return k;
+}
+
+static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
+{
+    return dict_index_h(L, p, n, x, hash32(p, n));
 }
 
 static inline void lev_push(leaf_t *L, int def, int rep)
@@ -872,50 +913,25 @@ static inline void emit_null(leaf_t *L, int def, int rep)
     L->c_nulls++;
 }
 
-static inline void emit_value(leaf_t *L, const fl_vec_t *v, size_t i, int rep)
+static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
 {
     unsigned char tmp[16];
     const unsigned char *p;
     size_t n;
     __int128 x = 0;
-    lev_push(L, L->max_def, rep);
-    switch (L->pv) {
-    case PV_BOOL:
+    if (L->pv == PV_BOOL) {
         tmp[0] = v->data[i] ? 1 : 0;
         if (fl_buf_addc(&L->plain, (char)tmp[0])) abort();
         stat_int(&L->cs, tmp[0]);
         return;
-    case PV_I32: p = v->data + i * 4; n = 4; break;
-    case PV_I64: p = v->data + i * 8; n = 8; break;
-    case PV_F32: {
-        p = v->data + i * 4; n = 4;
+    }
+    phys(L, v, i, tmp, &p, &n, &x);
+    if (L->pv == PV_F32) {
         float f; memcpy(&f, p, 4);
         if (isnan(f)) L->c_nans++;
-        break;
-    }
-    case PV_F64: {
-        p = v->data + i * 8; n = 8;
+    } else if (L->pv == PV_F64) {
         double f; memcpy(&f, p, 8);
         if (isnan(f)) L->c_nans++;
-        break;
-    }
-    case PV_DEC32: { memcpy(&x, v->data + i * 16, 16); int32_t y = (int32_t)x; memcpy(tmp, &y, 4); p = tmp; n = 4; break; }
-    case PV_DEC64: { memcpy(&x, v->data + i * 16, 16); int64_t y = (int64_t)x; memcpy(tmp, &y, 8); p = tmp; n = 8; break; }
-    case PV_DECFL: {
-        memcpy(&x, v->data + i * 16, 16);
-        unsigned __int128 u = (unsigned __int128)x;
-        n = L->width;
-        for (size_t b = n; b > 0; b--) { tmp[b - 1] = (unsigned char)u; u >>= 8; }
-        p = tmp;
-        break;
-    }
-    case PV_FIXED: n = L->width; p = v->data + i * n; break;
-    default: {
-        uint32_t o = v->offsets[i];
-        p = v->bytes + o;
-        n = v->offsets[i + 1] - o;
-        break;
-    }
     }
     if (L->dict_on) {
         uint32_t k = dict_index(L, p, n, x);
@@ -936,6 +952,94 @@ static inline void emit_value(leaf_t *L, const fl_vec_t *v, size_t i, int rep)
         if (n) memcpy(o + 4, p, n);
         L->plain.len += n + 4;
     }
+}
+
+static inline void emit_value(leaf_t *L, const fl_vec_t *v, size_t i, int rep)
+{
+    lev_push(L, L->max_def, rep);
+    add_value(L, v, i);
+}
+
+#define BLOCK 256   /* rows of a top-level column handled between page checks */
+#define HBATCH 32   /* dictionary lookups hashed (and prefetched) ahead */
+
+/* Rows [i0, i1) of a top-level primitive column, in bulk. */
+static void flat_block(leaf_t *L, const fl_vec_t *v, size_t i0, size_t i1)
+{
+    size_t n = i1 - i0;
+    const uint8_t *valid = v->valid;
+    size_t nulls = 0;
+    if (L->max_def) {
+        if (L->n_lev + n > L->cap_lev) {
+            while (L->n_lev + n > L->cap_lev) L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
+            L->def = fl_realloc(L->def, L->cap_lev);
+        }
+        uint8_t *d = L->def + L->n_lev;
+        if (valid) {
+            memcpy(d, valid + i0, n);
+            size_t ones = 0;
+            for (size_t k = 0; k < n; k++) ones += d[k];
+            nulls = n - ones;
+        } else {
+            memset(d, 1, n);
+        }
+    }
+    L->n_lev += n;
+    L->c_nulls += (int64_t)nulls;
+    if (!nulls) valid = NULL;
+    if (L->dict_on) {
+        if (L->n_idx + n > L->cap_idx) {
+            while (L->n_idx + n > L->cap_idx) L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
+            L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
+        }
+        bool flt = L->pv == PV_F32 || L->pv == PV_F64;
+        for (size_t b0 = i0; b0 < i1; b0 += HBATCH) {
+            size_t b1 = i1 - b0 < HBATCH ? i1 : b0 + HBATCH, m = 0;
+            uint32_t hs[HBATCH];
+            const unsigned char *ps[HBATCH];
+            size_t ns[HBATCH];
+            __int128 xs[HBATCH];
+            unsigned char tmp[HBATCH][16];
+            if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
+            for (size_t i = b0; i < b1; i++) {
+                if (valid && !valid[i]) continue;
+                xs[m] = 0;
+                phys(L, v, i, tmp[m], &ps[m], &ns[m], &xs[m]);
+                hs[m] = hash32(ps[m], ns[m]);
+                __builtin_prefetch(&L->slots[hs[m] & (L->n_slots - 1)]);
+                m++;
+            }
+            for (size_t k = 0; k < m; k++) {
+                if (flt) {
+                    if (ns[k] == 4) { float f; memcpy(&f, ps[k], 4); L->c_nans += isnan(f); }
+                    else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
+                }
+                L->idx[L->n_idx++] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
+            }
+        }
+        return;
+    }
+    if (!valid && (L->pv == PV_I32 || L->pv == PV_I64)) {
+        size_t w = L->width;
+        if (fl_buf_add(&L->plain, v->data + i0 * w, n * w)) abort();
+        int64_t mn, mx;
+        if (w == 4) {
+            const int32_t *a = (const int32_t *)v->data + i0;
+            int32_t lo = a[0], hi = a[0];
+            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
+            mn = lo; mx = hi;
+        } else {
+            const int64_t *a = (const int64_t *)v->data + i0;
+            int64_t lo = a[0], hi = a[0];
+            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
+            mn = lo; mx = hi;
+        }
+        stat_int(&L->cs, mn);
+        stat_int(&L->cs, mx);
+        return;
+    }
+    for (size_t i = i0; i < i1; i++)
+        if (!valid || valid[i]) add_value(L, v, i);
 }
 
 /* Before a row's first level entry: cut the page, or leave the dictionary. */
@@ -992,16 +1096,14 @@ static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
     }
     const fl_vec_t *lv = L->vecs[L->depth - 1];
     if (L->depth == 1) {
-        const uint8_t *valid = lv->valid;
-        bool req = L->field->required;
-        for (size_t i = r0; i < r1; i++) {
+        if (L->field->required && lv->valid) {
+            for (size_t i = r0; i < r1; i++)
+                if (!lv->valid[i]) return FL_ERR_INVALID;
+        }
+        for (size_t b0 = r0; b0 < r1; b0 += BLOCK) {
+            L->next_check = 0;
             if ((e = row_start(w, L))) return e;
-            if (valid && !valid[i]) {
-                if (req) return FL_ERR_INVALID;
-                emit_null(L, 0, 0);
-            } else {
-                emit_value(L, lv, i, 0);
-            }
+            flat_block(L, lv, b0, r1 - b0 < BLOCK ? r1 : b0 + BLOCK);
         }
         return FL_OK;
     }
@@ -1127,6 +1229,11 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
         fl_buf_reset(&L->pages);
         fl_buf_reset(&L->dict);
         if (L->slots) memset(L->slots, 0, L->n_slots * sizeof *L->slots);
+        if (L->n_slots > 4096 && L->n_slots > 8 * (size_t)L->n_dict) { /* shrink after a big chunk */
+            free(L->slots);
+            L->slots = NULL;
+            L->n_slots = 0;
+        }
         L->n_dict = 0;
         L->dict_on = w->o.dictionary && L->pv != PV_BOOL;
         L->c_values = L->c_nulls = L->c_nans = L->c_uncomp = 0;
@@ -1158,7 +1265,7 @@ void fl_pq_writer_free(fl_pq_writer_t *w)
     for (size_t i = 0; i < w->n_leaves; i++) {
         leaf_t *L = &w->leaves[i];
         free(L->nodes); free(L->cidx); free(L->rep_at); free(L->vecs); free(L->path);
-        free(L->def); free(L->rep); free(L->idx); free(L->d_off); free(L->slots);
+        free(L->def); free(L->rep); free(L->idx); free(L->slots);
         fl_buf_free(&L->plain); fl_buf_free(&L->dict); fl_buf_free(&L->pages);
         stats_free(&L->cs); stats_free(&L->fs);
     }
@@ -1195,6 +1302,7 @@ fl_err_t fl_pq_writer_open(fl_pq_writer_t **wp, const fl_field_t *schema,
     else fl_pq_write_opts_default(&w->o);
     if (!w->o.page_bytes) w->o.page_bytes = 1024 * 1024;
     if (!w->o.row_group_bytes) w->o.row_group_bytes = 128 * 1024 * 1024;
+    if (w->o.dict_page_bytes > ((size_t)1 << 30)) w->o.dict_page_bytes = (size_t)1 << 30;
     if (w->o.codec == FL_CODEC_LZ4 || (unsigned)w->o.codec > FL_CODEC_LZ4_RAW || w->o.codec == 3 ||
         w->o.codec == 4) {
         free(w);

@@ -309,6 +309,13 @@ static void hex(FILE *f, const fl_buf_t *b)
     for (size_t i = 0; i < b->len; i++) fprintf(f, "%02x", (unsigned char)b->ptr[i]);
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -363,7 +370,7 @@ int main(int argc, char **argv)
     fl_vec_init(&v, &schema);
     fl_buf_t line;
     fl_buf_init(&line, 0);
-    double t_write = 0;
+    double t_write = 0, c_write = 0;
     for (int64_t r = 0; r < rows;) {
         fl_vec_clear(&v);
         for (size_t k = 0; k < batch && r < rows; k++, r++) {
@@ -377,19 +384,21 @@ int main(int argc, char **argv)
                 fprintf(jf, "%s\n", line.ptr);
             }
         }
-        double t0 = now();
+        double t0 = now(), c0 = cpu_now();
         if ((e = fl_pq_writer_write(w, &v))) { fprintf(stderr, "write: %s\n", fl_err_str(e)); return 1; }
         t_write += now() - t0;
+        c_write += cpu_now() - c0;
     }
     fl_pq_file_info_t info;
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     if ((e = fl_pq_writer_close(w, &info))) { fprintf(stderr, "close: %s\n", fl_err_str(e)); return 1; }
     t_write += now() - t0;
+    c_write += cpu_now() - c0;
     fl_pq_writer_free(w);
     if (fclose(fs.f)) { perror("fclose"); return 1; }
     if (jf) fclose(jf);
-    fprintf(stderr, "rows=%" PRId64 " bytes=%" PRId64 " write_s=%.3f rows_per_s=%.0f\n", rows,
-            info.file_size, t_write, t_write > 0 ? (double)rows / t_write : 0.0);
+    fprintf(stderr, "rows=%" PRId64 " bytes=%" PRId64 " write_s=%.3f cpu_s=%.3f rows_per_s=%.0f\n",
+            rows, info.file_size, t_write, c_write, t_write > 0 ? (double)rows / t_write : 0.0);
     if (info_path) {
         FILE *f = fopen(info_path, "w");
         if (!f) { perror(info_path); return 1; }
