@@ -23,6 +23,7 @@
 #define MAX_DEPTH 64           /* nodes on the path from a top-level column to a leaf */
 #define SLICE_ROWS 4096        /* rows shredded between row-group size checks */
 #define CHECK_EVERY 16         /* level entries between page size checks */
+#define DICT_PROBE 65536       /* values after which a chunk's dictionary must pay off */
 #define MAX_STAT_BYTES 4096    /* longer byte-array min/max are left out of the footer */
 
 /* statistics categories */
@@ -70,6 +71,8 @@ typedef struct leaf {
 
     /* dictionary of the chunk */
     bool dict_on;
+    bool dict_probed;          /* the chunk's dictionary passed its usefulness check */
+    size_t dict_vals, dict_plain; /* values looked up, and their PLAIN size */
     fl_buf_t dict;             /* PLAIN-encoded values */
     uint32_t n_dict;
     struct dslot *slots;       /* open addressing, linear probing; idx1 == 0: empty */
@@ -935,6 +938,8 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
     }
     if (L->dict_on) {
         uint32_t k = dict_index(L, p, n, x);
+        L->dict_vals++;
+        L->dict_plain += L->width ? n : n + 4;
         if (L->n_idx == L->cap_idx) {
             L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
             L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
@@ -993,6 +998,7 @@ static void flat_block(leaf_t *L, const fl_vec_t *v, size_t i0, size_t i1)
             L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
         }
         bool flt = L->pv == PV_F32 || L->pv == PV_F64;
+        L->dict_vals += n - nulls;
         for (size_t b0 = i0; b0 < i1; b0 += HBATCH) {
             size_t b1 = i1 - b0 < HBATCH ? i1 : b0 + HBATCH, m = 0;
             uint32_t hs[HBATCH];
@@ -1015,6 +1021,7 @@ static void flat_block(leaf_t *L, const fl_vec_t *v, size_t i0, size_t i1)
                     else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
                 }
                 L->idx[L->n_idx++] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
+                L->dict_plain += L->width ? ns[k] : ns[k] + 4;
             }
         }
         return;
@@ -1048,6 +1055,17 @@ static inline fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
     if (L->n_lev < L->next_check) return FL_OK;
     L->next_check = L->n_lev + CHECK_EVERY;
     fl_err_t e = FL_OK;
+    if (L->dict_on && !L->dict_probed && L->dict_vals >= DICT_PROBE) {
+        /* nearly all values distinct and the dictionary no smaller than PLAIN:
+         * it will not pay off in this chunk */
+        L->dict_probed = true;
+        if ((size_t)L->n_dict * 10 >= L->dict_vals * 9 &&
+            L->dict.len + L->dict_vals * (size_t)bit_width(L->n_dict) / 8 >= L->dict_plain) {
+            e = flush_page(w, L);
+            L->dict_on = false;
+            return e;
+        }
+    }
     if (L->dict_on && L->dict.len >= w->o.dict_page_bytes) {
         e = flush_page(w, L);
         L->dict_on = false;
@@ -1236,6 +1254,8 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
         }
         L->n_dict = 0;
         L->dict_on = w->o.dictionary && L->pv != PV_BOOL;
+        L->dict_probed = false;
+        L->dict_vals = L->dict_plain = 0;
         L->c_values = L->c_nulls = L->c_nans = L->c_uncomp = 0;
         L->c_plain = L->c_dict = false;
         stats_reset(&L->cs);
