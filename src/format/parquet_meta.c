@@ -412,6 +412,15 @@ static fl_err_t dec_file_meta(rd_t *r, fl_pq_file_meta_t *m)
         break;
     case 5: rc = dec_kv_list(r, t, &m->kv, &m->n_kv); break;
     case 6: rc = rd_bin(r, t, &m->created_by); break;
+    case 7: {
+        int et;
+        if (t != FL_TC_LIST && t != FL_TC_SET) { rc = FL_ERR_INVALID; break; }
+        if ((rc = fl_thrift_read_list_begin(r, &et, &cnt))) break;
+        if (et != FL_TC_STRUCT) { rc = FL_ERR_INVALID; break; }
+        m->n_column_orders = cnt;
+        for (uint32_t i = 0; i < cnt && !rc; i++) rc = fl_thrift_skip(r, FL_TC_STRUCT);
+        break;
+    }
     FIELDS_END(r)
     return REQUIRED(1, 2, 3, 4);
 }
@@ -673,6 +682,15 @@ fl_err_t fl_pq_file_meta_encode(const fl_pq_file_meta_t *m, fl_buf_t *out)
     for (uint32_t i = 0; i < m->n_row_groups; i++) enc_row_group(&w, &m->row_groups[i]);
     if (m->kv) enc_kv_list(&w, 5, m->kv, m->n_kv);
     wr_bin(&w, 6, &m->created_by);
+    if (m->n_column_orders) {
+        fl_thrift_write_field(&w, FL_TC_LIST, 7);
+        fl_thrift_write_list_begin(&w, FL_TC_STRUCT, m->n_column_orders);
+        for (uint32_t i = 0; i < m->n_column_orders; i++) {
+            fl_thrift_write_struct_begin(&w);
+            enc_empty(&w, 1); /* TYPE_ORDER: TypeDefinedOrder {} */
+            fl_thrift_write_struct_end(&w);
+        }
+    }
     fl_thrift_write_struct_end(&w);
     return fl_thrift_writer_err(&w);
 }
@@ -819,7 +837,7 @@ bool fl_pq_file_meta_eq(const fl_pq_file_meta_t *a, const fl_pq_file_meta_t *b)
 {
     if (a->version != b->version || a->n_schema != b->n_schema || a->num_rows != b->num_rows ||
         a->n_row_groups != b->n_row_groups || !kv_eq(a->kv, a->n_kv, b->kv, b->n_kv) ||
-        !bin_eq(&a->created_by, &b->created_by))
+        !bin_eq(&a->created_by, &b->created_by) || a->n_column_orders != b->n_column_orders)
         return false;
     for (uint32_t i = 0; i < a->n_schema; i++)
         if (!schema_elem_eq(&a->schema[i], &b->schema[i])) return false;

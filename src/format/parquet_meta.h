@@ -122,6 +122,11 @@ typedef struct fl_pq_file_meta {
     fl_pq_kv_t *kv;
     uint32_t n_kv;
     fl_pq_bin_t created_by;   /* optional */
+    /* column_orders (field 7): number of ColumnOrder entries, 0 = absent. The
+     * encoder writes every entry as TYPE_ORDER (TypeDefinedOrder), which tells
+     * readers that Statistics.min_value/max_value are valid; the decoder counts
+     * the entries. */
+    uint32_t n_column_orders;
 } fl_pq_file_meta_t;
 
 typedef struct fl_pq_data_page_header {
