@@ -478,6 +478,7 @@ static fl_err_t check_chunks(fl_pq_reader_t *r)
             if (!cc->has_meta) return fail(r, FL_ERR_INVALID, "column chunk without metadata");
             if (cc->file_path.ptr) return fail(r, FL_ERR_INVALID, "external column chunks unsupported");
             const fl_pq_column_meta_t *cm = &cc->meta;
+            if (rg->num_rows == 0) continue; /* never read; writers leave odd offsets */
             if (cm->type != r->cols[c].phys)
                 return fail(r, FL_ERR_INVALID, "column %u: chunk type differs from schema", c);
             if (cm->data_page_offset < 4 || cm->total_compressed_size <= 0 ||
@@ -1602,6 +1603,11 @@ fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done)
     }
     const fl_pq_row_group_t *rg = &r->meta.row_groups[r->next_rg];
     size_t rows = (size_t)rg->num_rows;
+    if (rows == 0) {
+        for (uint32_t k = 0; k < out->n_children; k++) null_fill(&out->children[k], 0);
+        r->next_rg++;
+        return FL_OK;
+    }
     for (uint32_t i = 0; i < r->n_cols; i++) {
         if (!r->cols[i].needed) continue;
         fl_err_t e = read_chunk(r, rg, &r->cols[i]);
