@@ -43,5 +43,13 @@
 #define FL_AVRO_MAX_ITEMS          (16 * 1024 * 1024) /* items in one array/map block */
 #define FL_AVRO_MAX_BYTES          (64 * 1024 * 1024) /* one bytes/string value */
 
+#define FL_PQ_MAX_FOOTER_BYTES     (64 * 1024 * 1024)  /* Parquet FileMetaData */
+#define FL_PQ_MAX_COLUMNS          10000               /* leaf columns (and schema elements / 4) */
+#define FL_PQ_MAX_SCHEMA_DEPTH     32                  /* nesting of the Parquet schema tree */
+#define FL_PQ_MAX_PAGE_BYTES       (256 * 1024 * 1024) /* one page, uncompressed */
+#define FL_PQ_MAX_CHUNK_BYTES      (1024LL * 1024 * 1024) /* one column chunk, compressed */
+#define FL_PQ_MAX_CHUNK_VALUES     (64 * 1024 * 1024)  /* level entries of one column chunk */
+#define FL_PQ_MAX_NAME_MAPPING     (4 * 1024 * 1024)   /* name-mapping JSON text */
+
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif
