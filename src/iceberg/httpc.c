@@ -133,6 +133,7 @@ fl_httpc_t *fl_httpc_new(const fl_httpc_cfg_t *cfg)
     if (!h->cfg.timeout_ms) h->cfg.timeout_ms = 300000;
     if (!h->cfg.max_retries) h->cfg.max_retries = 3;
     if (h->cfg.pool_size <= 0) h->cfg.pool_size = 8;
+    if (!h->cfg.stall_s) h->cfg.stall_s = 60;
     h->idle = fl_calloc((size_t)h->cfg.pool_size, sizeof *h->idle);
     pthread_mutex_init(&h->mu, NULL);
     return h;
@@ -333,6 +334,10 @@ static fl_err_t attempt(fl_httpc_t *h, CURL *c, const fl_httpc_req_t *r, fl_http
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->cfg.connect_timeout_ms);
     if (h->cfg.timeout_ms > 0) curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, h->cfg.timeout_ms);
+    if (h->cfg.stall_s > 0) {
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, h->cfg.stall_s);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);

@@ -36,6 +36,7 @@ typedef struct fl_httpc_cfg {
     long timeout_ms;          /* whole request, default 300000; < 0 = none */
     int max_retries;          /* extra attempts for idempotent requests; default 3; < 0 = none */
     int pool_size;            /* idle handles kept for reuse; default 8 */
+    long stall_s;             /* abort when under 1 byte/s for this long; default 60; < 0 = never */
 } fl_httpc_cfg_t;
 
 /* SigV4 credentials. Borrowed by requests. */

@@ -52,8 +52,9 @@ fl_err_t fl_io_new(json_t *props, const fl_io_opts_t *o, fl_io_t **out)
     fl_io_opts_t d;
     if (!o) fl_io_opts_default(&d), o = &d;
     fl_io_t *io = fl_calloc(1, sizeof *io);
-    fl_httpc_cfg_t hc = { .connect_timeout_ms = o->connect_timeout_ms, .timeout_ms = o->timeout_ms,
-                          .max_retries = o->max_retries };
+    /* no overall deadline by default (a 64 MiB part may be slow): the stall limit applies */
+    fl_httpc_cfg_t hc = { .connect_timeout_ms = o->connect_timeout_ms,
+                          .timeout_ms = o->timeout_ms ? o->timeout_ms : -1, .max_retries = o->max_retries };
     io->http = fl_httpc_new(&hc);
     io->endpoint = pick(o->s3_endpoint, prop(props, "s3.endpoint"), NULL);
     if (io->endpoint)
@@ -186,6 +187,7 @@ static fl_err_t s3_do(fl_io_t *io, const fl_s3_loc_t *loc, const s3call_t *c, fl
 {
     fl_buf_t url;
     fl_buf_init(&url, 0);
+    memset(rs, 0, sizeof *rs);
     fl_err_t e = fl_io_s3_url(io->endpoint, io->region, io->path_style, loc, &url);
     if (e) {
         fl_buf_free(&url);

@@ -34,15 +34,16 @@
 typedef struct fl_io_opts {
     /* overrides: win over the property map */
     const char *s3_endpoint;          /* e.g. http://127.0.0.1:9000 */
-    int path_style;                   /* 1 path-style, 0 virtual-host, -1 (default 0!) unset: see below */
+    int path_style;                   /* 1 path-style, 0 virtual-host, -1 unset (see fl_io_new) */
     /* fallbacks: used when the map has no value */
     const char *access_key_id, *secret_access_key, *session_token;
     const char *region;               /* default us-east-1 */
     /* tuning (0 = default) */
     uint64_t multipart_threshold;     /* default 64 MiB */
     uint64_t part_size;               /* default 64 MiB; at least 5 MiB */
-    long connect_timeout_ms, timeout_ms;
-    int max_retries;
+    long connect_timeout_ms;          /* default 10 s */
+    long timeout_ms;                  /* per request; default none (a stall of 60 s aborts) */
+    int max_retries;                  /* default 3; < 0 = none */
     size_t footer_cache;              /* fl_io_source_open tail cache, default 1 MiB */
 } fl_io_opts_t;
 

@@ -624,8 +624,10 @@ fl_err_t fl_rest_commit(fl_rest_client_t *c, const fl_rest_ident_t *t, json_t *r
         if (commit_unknown) *commit_unknown = outcome_unknown(e, status, err);
         goto out;
     }
-    e = take_result(c, doc, true, table, err);
-    if (e && commit_unknown) *commit_unknown = true; /* a 2xx we could not read: it landed */
+    if (table) {
+        e = take_result(c, doc, true, table, err);
+        if (e && commit_unknown) *commit_unknown = true; /* a 2xx we could not read: it landed */
+    }
 out:
     json_decref(body);
     json_decref(doc);

@@ -144,7 +144,7 @@ fl_err_t fl_rest_drop_table(fl_rest_client_t *c, const fl_rest_ident_t *t, bool 
  * (arrays of requirement / update objects, reference/iceberg.md §1.7; NULL = []).
  * FL_OK: table->metadata_location and table->metadata are replaced by the committed ones
  * (table->config kept; set to the catalog config if it was NULL); table may be a zeroed
- * struct. FL_ERR_CONFLICT (409 CommitFailed): nothing was applied; reload, rebuild the
+ * struct, or NULL to discard the answer. FL_ERR_CONFLICT (409 CommitFailed): nothing was applied; reload, rebuild the
  * updates on the fresh metadata and retry. Any other failure: *commit_unknown tells whether
  * the commit may nevertheless have landed (5xx, or the connection failed after the request
  * may have been sent): then do not delete the files the commit references; reload to find
