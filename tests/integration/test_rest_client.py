@@ -270,6 +270,18 @@ def test_io_put_get_range_head_delete(floe, table_bucket, events, s3, tmp_path):
     io_tool(floe, table_bucket, table, "delete", rel)  # deleting twice is fine
 
 
+def test_io_reads_metadata_files_and_shares_clients_across_threads(floe, table_bucket, events, tmp_path):
+    ns, name, tbl = events
+    table = "%s.%s" % (ns, name)
+    out = tmp_path / "md.json"
+    io_tool(floe, table_bucket, table, "get", tbl.metadata_location, str(out))
+    md = json.loads(out.read_text())
+    assert md["table-uuid"] == str(tbl.metadata.table_uuid)
+    assert [s["snapshot-id"] for s in md["snapshots"]] == [s.snapshot_id for s in tbl.metadata.snapshots]
+    p = io_tool(floe, table_bucket, table, "stress", "8")
+    assert p.stdout.strip() == "40", p.stderr
+
+
 def test_io_streaming_and_multipart(floe, table_bucket, events, s3, tmp_path):
     table = "%s.%s" % events[:2]
     location = io_tool(floe, table_bucket, table, "location").stdout.strip()

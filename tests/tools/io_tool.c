@@ -17,11 +17,14 @@
  *   list-namespaces             top-level namespaces, as JSON
  *   create-table NAME SCHEMA    create NAME in the table's namespace; prints metadata-location
  *   drop-table NAME             drop (purge) NAME in the table's namespace
+ *   stress N                    N threads share the client and the IO: each loads the table
+ *                               and reads its metadata file 5 times; prints the reads done
  * Exit 1 with a message on stderr on failure, 2 on usage errors. */
 #include "base/buf.h"
 #include "base/mem.h"
 #include "cli/catalog_opts.h"
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +49,41 @@ static int write_file(const char *path, const void *p, size_t n)
         return 1;
     }
     return 0;
+}
+
+typedef struct stress {
+    fl_rest_client_t *c;
+    fl_io_t *io;
+    const fl_rest_ident_t *id;
+    int ok;
+    char msg[600];
+} stress_t;
+
+static void *stress_run(void *ud)
+{
+    stress_t *s = ud;
+    for (int k = 0; k < 5; k++) {
+        fl_rest_table_t t = { 0 };
+        fl_remote_error_t err;
+        fl_buf_t b;
+        fl_buf_init(&b, 64 << 20);
+        fl_err_t e = fl_rest_load_table(s->c, s->id, &t, &err);
+        if (!e) e = fl_io_get(s->io, t.metadata_location, &b, &err);
+        json_t *md = e ? NULL : json_loadb(b.ptr, b.len, 0, NULL);
+        if (!e && !json_equal(md, t.metadata)) {
+            e = FL_ERR_DIGEST;
+            snprintf(err.message, sizeof err.message, "metadata file differs from the loaded metadata");
+        }
+        json_decref(md);
+        fl_buf_free(&b);
+        fl_rest_table_free(&t);
+        if (e) {
+            snprintf(s->msg, sizeof s->msg, "%s: %s", fl_err_str(e), err.message);
+            return NULL;
+        }
+        s->ok++;
+    }
+    return NULL;
 }
 
 int main(int argc, char **argv)
@@ -128,6 +166,31 @@ int main(int argc, char **argv)
     }
     if ((e = fl_rest_load_table(c, &id, &t, &err))) {
         rc = fail("load table", e, &err);
+        goto out;
+    }
+    if (!strcmp(cmd, "stress") && na == 1) {
+        int n = atoi(a[0]), total = 0;
+        fl_io_opts_t so;
+        fl_catalog_io_opts(&co, &so);
+        fl_io_new(t.config, &so, &io);
+        stress_t *st = fl_calloc((size_t)n, sizeof *st);
+        pthread_t *th = fl_calloc((size_t)n, sizeof *th);
+        for (int k = 0; k < n; k++) {
+            st[k] = (stress_t){ .c = c, .io = io, .id = &id };
+            pthread_create(&th[k], NULL, stress_run, &st[k]);
+        }
+        rc = 0;
+        for (int k = 0; k < n; k++) {
+            pthread_join(th[k], NULL);
+            total += st[k].ok;
+            if (st[k].msg[0]) {
+                fprintf(stderr, PROG ": stress thread %d: %s\n", k, st[k].msg);
+                rc = 1;
+            }
+        }
+        printf("%d\n", total);
+        free(st);
+        free(th);
         goto out;
     }
     if (!strcmp(cmd, "commit") && na == 2) {
