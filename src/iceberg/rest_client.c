@@ -114,7 +114,10 @@ static void merge_strings(json_t *dst, json_t *src)
     const char *k;
     json_t *v;
     if (!json_is_object(src)) return;
-    json_object_foreach(src, k, v) if (json_is_string(v)) json_object_set(dst, k, v);
+    /* copies, not references: the catalog config is shared by threads and jansson's
+     * refcount check is not a synchronised read */
+    json_object_foreach(src, k, v)
+        if (json_is_string(v)) json_object_set_new(dst, k, json_stringn(json_string_value(v), json_string_length(v)));
 }
 
 json_t *fl_rest_config_merge(json_t *defaults, json_t *client, json_t *overrides)
