@@ -3,4 +3,5 @@
 #define FL_CLI_CLI_H
 int fl_cmd_serve(int argc, char **argv);
 int fl_cmd_tables(int argc, char **argv);
+int fl_cmd_snapshots(int argc, char **argv);
 #endif

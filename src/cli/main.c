@@ -10,13 +10,14 @@ static const struct {
 } commands[] = {
     { "serve", fl_cmd_serve, "run the table-bucket service (S3 data plane, catalog)" },
     { "tables", fl_cmd_tables, "S3 Tables control-plane client (table buckets, namespaces, tables, ...)" },
+    { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: floe <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\n'floe <command> --help' describes a command's options.\n");
 }
 
