@@ -203,10 +203,11 @@ static fl_err_t s3_do(fl_io_t *io, const fl_s3_loc_t *loc, const s3call_t *c, fl
     e = fl_httpc_do(io->http, &r, rs, err);
     if (!e && (rs->status < 200 || rs->status >= 300)) {
         e = fl_httpc_status_err((int)rs->status, err->type);
-        if (rs->status == 404 && !err->type[0] && !strcmp(c->method, "HEAD"))
-            snprintf(err->type, sizeof err->type, "NoSuchKey");
-        if (rs->status == 404 && !strcmp(c->method, "HEAD"))
-            snprintf(err->message, sizeof err->message, "s3://%.200s/%.280s: not found", loc->bucket, loc->key);
+        if (!strcmp(c->method, "HEAD")) { /* no body: say what failed */
+            if (rs->status == 404 && !err->type[0]) snprintf(err->type, sizeof err->type, "NoSuchKey");
+            snprintf(err->message, sizeof err->message, "s3://%.200s/%.280s: %s", loc->bucket, loc->key,
+                     rs->status == 404 ? "not found" : rs->status == 403 ? "access denied" : "HEAD failed");
+        }
     }
     fl_buf_free(&url);
     return e;
@@ -391,6 +392,15 @@ static fl_err_t local_put(const char *path, const void *p, size_t n, int fd, uin
     if (rename(tmp, path)) {
         e = errno_err(err, "rename to", path);
         goto out;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) { /* make the new name durable too */
+        *slash = 0;
+        int dfd = open(slash == dir ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
     }
     free(tmp);
     tmp = NULL;
