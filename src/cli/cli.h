@@ -4,4 +4,6 @@
 int fl_cmd_serve(int argc, char **argv);
 int fl_cmd_tables(int argc, char **argv);
 int fl_cmd_snapshots(int argc, char **argv);
+int fl_cmd_scan(int argc, char **argv);
+int fl_cmd_append(int argc, char **argv);
 #endif

@@ -11,6 +11,8 @@ static const struct {
     { "serve", fl_cmd_serve, "run the table-bucket service (S3 data plane, catalog)" },
     { "tables", fl_cmd_tables, "S3 Tables control-plane client (table buckets, namespaces, tables, ...)" },
     { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
+    { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
+    { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
 };
 
 static void usage(FILE *f)

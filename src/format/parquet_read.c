@@ -936,7 +936,7 @@ static fl_err_t conv_fixed(pq_col_t *c, pq_vals_t *v, const uint8_t *src, size_t
     switch (c->conv) {
     case CV_COPY:
         if (c->pw != c->ow) return FL_ERR_INVALID;
-        memcpy(dst, src, m * c->pw);
+        if (m) memcpy(dst, src, m * c->pw);
         break;
     case CV_I32_I64:
     case CV_U32_I64:
@@ -1457,8 +1457,9 @@ static fl_err_t asm_leaf(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, s
     size_t w = c->ow;
     if (c->max_def == 0 && d->n != slots) return fail(r, FL_ERR_INVALID, "value count mismatch");
     if (d->n == slots) { /* no nulls */
-        if (w) memcpy(v->data, d->data, slots * w);
-        else {
+        if (w) {
+            if (slots) memcpy(v->data, d->data, slots * w);
+        } else {
             memcpy(v->offsets, d->offs, (slots + 1) * sizeof *v->offsets);
             set_bytes(v, d->bytes, d->blen);
         }

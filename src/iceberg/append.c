@@ -55,7 +55,7 @@ struct fl_appender {
     fl_slice_t footer_kv[2];
     char *data_path, *metadata_path;
     int64_t target_bytes;
-    open_file_t *open;
+    open_file_t **open;         /* each allocated alone: writers keep a pointer as sink ctx */
     size_t n_open;
     uint64_t tick;
     fl_data_file_t *files;      /* closed and uploaded since the last commit */
@@ -364,7 +364,7 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
                              size_t errlen)
 {
     for (size_t i = 0; i < a->n_open; i++) {
-        open_file_t *f = &a->open[i];
+        open_file_t *f = a->open[i];
         if (f->key.len == a->keybuf.len && !memcmp(f->key.ptr, a->keybuf.ptr, f->key.len)) {
             *idx = i;
             return FL_OK;
@@ -375,8 +375,8 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
         /* close the least recently used partition's file */
         size_t lru = 0;
         for (size_t i = 1; i < a->n_open; i++)
-            if (a->open[i].last_use < a->open[lru].last_use) lru = i;
-        open_file_t *f = &a->open[lru];
+            if (a->open[i]->last_use < a->open[lru]->last_use) lru = i;
+        open_file_t *f = a->open[lru];
         if (f->stage.len) {
             fl_err_t e = fl_pq_writer_write(f->w, &f->stage);
             if (e) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
@@ -385,11 +385,12 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
         fl_err_t e = finish_file(a, f, err, errlen);
         if (e) return e;
         free_open_file(f);
+        free(f);
         a->open[lru] = a->open[--a->n_open];
     }
     a->open = fl_realloc(a->open, (a->n_open + 1) * sizeof *a->open);
-    open_file_t *f = &a->open[a->n_open];
-    memset(f, 0, sizeof *f);
+    open_file_t *f = fl_calloc(1, sizeof *f);
+    a->open[a->n_open] = f;
     f->fd = -1;
     fl_buf_init(&f->key, 0);
     fl_buf_add(&f->key, a->keybuf.ptr, a->keybuf.len);
@@ -414,6 +415,7 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
     if (e) {
         a->n_open--;
         free_open_file(f);
+        free(f);
         return e;
     }
     *idx = a->n_open - 1;
@@ -441,7 +443,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             size_t idx;
             if ((e = file_for_key(a, NULL, &idx, err, errlen))) return e;
         }
-        open_file_t *f = &a->open[0];
+        open_file_t *f = a->open[0];
         if ((e = fl_pq_writer_write(f->w, batch))) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
         a->rows += (int64_t)batch->len;
         return maybe_roll(a, f, err, errlen);
@@ -471,18 +473,18 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             key_append(&a->keybuf, &vals[k]);
         }
         size_t idx;
-        if (last != SIZE_MAX && a->open[last].key.len == a->keybuf.len &&
-            !memcmp(a->open[last].key.ptr, a->keybuf.ptr, a->keybuf.len)) {
+        if (last != SIZE_MAX && a->open[last]->key.len == a->keybuf.len &&
+            !memcmp(a->open[last]->key.ptr, a->keybuf.ptr, a->keybuf.len)) {
             idx = last;
         } else if ((e = file_for_key(a, vals, &idx, err, errlen))) {
             goto out;
         }
         last = idx;
-        a->open[idx].last_use = a->tick;
-        fl_vec_append_from(&a->open[idx].stage, batch, r);
+        a->open[idx]->last_use = a->tick;
+        fl_vec_append_from(&a->open[idx]->stage, batch, r);
     }
     for (size_t i = 0; i < a->n_open; i++) {
-        open_file_t *f = &a->open[i];
+        open_file_t *f = a->open[i];
         if (!f->stage.len) continue;
         if ((e = fl_pq_writer_write(f->w, &f->stage))) {
             fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
@@ -552,7 +554,7 @@ static void set_num(json_t *o, const char *k, int64_t v)
 static fl_err_t close_all(fl_appender_t *a, char *err, size_t errlen)
 {
     for (size_t i = 0; i < a->n_open; i++) {
-        open_file_t *f = &a->open[i];
+        open_file_t *f = a->open[i];
         fl_err_t e = FL_OK;
         if (f->stage.len && f->w) {
             if ((e = fl_pq_writer_write(f->w, &f->stage)))
@@ -561,6 +563,8 @@ static fl_err_t close_all(fl_appender_t *a, char *err, size_t errlen)
         }
         if ((e = finish_file(a, f, err, errlen))) return e;
         free_open_file(f);
+        free(f);
+        a->open[i] = NULL;
     }
     free(a->open);
     a->open = NULL;
@@ -822,7 +826,11 @@ out_keep:
 void fl_append_abort(fl_appender_t *a)
 {
     if (!a) return;
-    for (size_t i = 0; i < a->n_open; i++) free_open_file(&a->open[i]);
+    for (size_t i = 0; i < a->n_open; i++) {
+        if (!a->open[i]) continue;
+        free_open_file(a->open[i]);
+        free(a->open[i]);
+    }
     free(a->open);
     a->open = NULL;
     a->n_open = 0;
