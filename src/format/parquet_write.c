@@ -388,7 +388,8 @@ static inline bool flt_lt(double a, double b)
 
 static inline int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
-    int c = memcmp(a, b, an < bn ? an : bn);
+    size_t m = an < bn ? an : bn;
+    int c = m ? memcmp(a, b, m) : 0;
     return c ? c : (an < bn ? -1 : an > bn);
 }
 
@@ -838,8 +839,8 @@ static inline void phys(const leaf_t *L, const fl_vec_t *v, size_t i, unsigned c
     case PV_FIXED: *n = L->width; *p = v->data + i * L->width; break;
     default: {
         uint32_t o = v->offsets[i];
-        *p = v->bytes + o;
         *n = v->offsets[i + 1] - o;
+        *p = *n ? v->bytes + o : (const unsigned char *)""; /* bytes may be NULL */
         break;
     }
     }
