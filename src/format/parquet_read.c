@@ -867,11 +867,12 @@ fl_err_t fl_pq_reader_project(fl_pq_reader_t *r, const fl_field_t *expected)
 static void vals_reserve(pq_col_t *c, pq_vals_t *v, size_t m)
 {
     if (c->ow) {
-        v->data = grow(v->data, &v->cap, v->n + m, c->ow);
+        v->data = grow(v->data, &v->cap, v->n + m + 1, c->ow);
     } else {
         bool fresh = !v->offs;
         v->offs = grow(v->offs, &v->ocap, v->n + m + 1, sizeof *v->offs);
         if (fresh || v->n == 0) v->offs[0] = 0;
+        if (!v->bytes) v->bytes = grow(v->bytes, &v->bcap, 1024, 1);
     }
 }
 
@@ -1260,7 +1261,7 @@ static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t
 
 static fl_err_t grow_levels(pq_col_t *c, size_t nv)
 {
-    size_t need = c->nlev + nv, cap = c->levcap;
+    size_t need = c->nlev + nv + 1, cap = c->levcap;
     if (need <= cap) return FL_OK;
     size_t cap2 = cap;
     c->def = grow(c->def, &cap2, need, 1);
@@ -1432,9 +1433,9 @@ static void null_fill(fl_vec_t *v, size_t n)
 
 static void set_bytes(fl_vec_t *v, const uint8_t *p, size_t n)
 {
-    if (n > v->bytes_cap) {
-        v->bytes = fl_realloc(v->bytes, n);
-        v->bytes_cap = n;
+    if (n > v->bytes_cap || !v->bytes) {
+        v->bytes = fl_realloc(v->bytes, n ? n : 16);
+        v->bytes_cap = n ? n : 16;
     }
     if (n) memcpy(v->bytes, p, n);
     v->bytes_len = n;
@@ -1457,10 +1458,14 @@ static fl_err_t asm_leaf(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, s
     size_t w = c->ow;
     if (c->max_def == 0 && d->n != slots) return fail(r, FL_ERR_INVALID, "value count mismatch");
     if (d->n == slots) { /* no nulls */
-        if (w) memcpy(v->data, d->data, slots * w);
-        else {
+        if (w) {
+            if (slots) memcpy(v->data, d->data, slots * w);
+        } else if (slots) {
             memcpy(v->offsets, d->offs, (slots + 1) * sizeof *v->offsets);
             set_bytes(v, d->bytes, d->blen);
+        } else {
+            v->offsets[0] = 0;
+            v->bytes_len = 0;
         }
         if (v->valid) memset(v->valid, 1, slots);
         v->len = slots;
