@@ -168,9 +168,9 @@ fl_err_t fl_pq_rle_decode32(const uint8_t *p, size_t n, int bw, uint32_t *out, s
     return rle32(p, n, bw, out, count, used);
 }
 
-static fl_err_t check_max8(const uint8_t *out, size_t count, int max)
+static fl_err_t check_max8(const uint8_t *out, size_t count, int max, int bw)
 {
-    if (max < 0 || max >= 255) return FL_OK;
+    if (max < 0 || max >= 255 || max >= (1 << bw) - 1) return FL_OK; /* nothing wider fits */
     uint8_t m = 0;
     for (size_t i = 0; i < count; i++) m = out[i] > m ? out[i] : m;
     return m > max ? FL_ERR_INVALID : FL_OK;
@@ -180,7 +180,7 @@ fl_err_t fl_pq_rle_decode8(const uint8_t *p, size_t n, int bw, int max, uint8_t 
                            size_t count, size_t *used)
 {
     fl_err_t e = rle8(p, n, bw, out, count, used);
-    return e ? e : check_max8(out, count, max);
+    return e ? e : check_max8(out, count, max, bw);
 }
 
 fl_err_t fl_pq_bitpacked_msb8(const uint8_t *p, size_t n, int bw, int max, uint8_t *out,
@@ -198,7 +198,7 @@ fl_err_t fl_pq_bitpacked_msb8(const uint8_t *p, size_t n, int bw, int max, uint8
         out[i] = (uint8_t)v;
     }
     if (used) *used = need;
-    return check_max8(out, count, max);
+    return check_max8(out, count, max, bw);
 }
 
 fl_err_t fl_pq_delta_decode(const uint8_t *p, size_t n, int64_t *out, size_t cap,

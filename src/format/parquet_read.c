@@ -177,6 +177,25 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
     return p;
 }
 
+/* Byte buffers values are copied from or to keep SLACK readable/writable bytes
+ * past their capacity, so short values can be copied with one fixed-size move. */
+#define SLACK 32
+static uint8_t *grow_bytes(uint8_t *p, size_t *cap, size_t need)
+{
+    if (need <= *cap && p) return p;
+    size_t c = *cap ? *cap : 1024;
+    while (c < need) c *= 2;
+    p = fl_realloc(p, c + SLACK);
+    *cap = c;
+    return p;
+}
+
+static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t len)
+{
+    if (len <= 16) memcpy(dst, src, 16);
+    else memcpy(dst, src, len);
+}
+
 /* ---------------- schema ---------------- */
 
 static int conv_type(const fl_pq_schema_elem_t *e)
@@ -867,23 +886,19 @@ fl_err_t fl_pq_reader_project(fl_pq_reader_t *r, const fl_field_t *expected)
 static void vals_reserve(pq_col_t *c, pq_vals_t *v, size_t m)
 {
     if (c->ow) {
-        v->data = grow(v->data, &v->cap, v->n + m, c->ow);
+        v->data = grow(v->data, &v->cap, v->n + m + 1, c->ow);
     } else {
         bool fresh = !v->offs;
         v->offs = grow(v->offs, &v->ocap, v->n + m + 1, sizeof *v->offs);
         if (fresh || v->n == 0) v->offs[0] = 0;
+        if (!v->bytes) v->bytes = grow_bytes(v->bytes, &v->bcap, 1024);
     }
 }
 
 static inline fl_err_t add_bytes(pq_vals_t *v, const uint8_t *p, size_t len)
 {
     if (len > UINT32_MAX - v->blen) return FL_ERR_TOO_LARGE;
-    if (v->blen + len > v->bcap) {
-        size_t c = v->bcap ? v->bcap : 1024;
-        while (c < v->blen + len) c *= 2;
-        v->bytes = fl_realloc(v->bytes, c);
-        v->bcap = c;
-    }
+    if (v->blen + len > v->bcap) v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + len);
     if (len) memcpy(v->bytes + v->blen, p, len);
     v->blen += len;
     v->offs[++v->n] = (uint32_t)v->blen;
@@ -936,7 +951,7 @@ static fl_err_t conv_fixed(pq_col_t *c, pq_vals_t *v, const uint8_t *src, size_t
     switch (c->conv) {
     case CV_COPY:
         if (c->pw != c->ow) return FL_ERR_INVALID;
-        if (m) memcpy(dst, src, m * c->pw);
+        memcpy(dst, src, m * c->pw);
         break;
     case CV_I32_I64:
     case CV_U32_I64:
@@ -1020,6 +1035,34 @@ static fl_err_t dec_plain(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const ui
         return conv_fixed(c, v, p, m);
     }
     const uint8_t *q = p, *end = p + n;
+    if (c->conv == CV_BYTES) { /* check and size, then copy (sources have SLACK) */
+        size_t total = 0;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t len;
+            if (end - q < 4) return fail(r, FL_ERR_INVALID, "PLAIN byte array truncated");
+            memcpy(&len, q, 4);
+            q += 4;
+            if (len > (size_t)(end - q)) return fail(r, FL_ERR_INVALID, "PLAIN byte array truncated");
+            q += len;
+            total += len;
+        }
+        if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
+        v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
+        uint8_t *bp = v->bytes;
+        size_t bl = v->blen, vn = v->n;
+        q = p;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t len;
+            memcpy(&len, q, 4);
+            copy_short(bp + bl, q + 4, len);
+            q += 4 + (size_t)len;
+            bl += len;
+            v->offs[++vn] = (uint32_t)bl;
+        }
+        v->blen = bl;
+        v->n = vn;
+        return FL_OK;
+    }
     for (size_t i = 0; i < m; i++) {
         if (end - q < 4) return fail(r, FL_ERR_INVALID, "PLAIN byte array truncated");
         uint32_t len;
@@ -1072,17 +1115,12 @@ static fl_err_t dec_dict(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const uin
     size_t total = 0;
     for (size_t i = 0; i < m; i++) total += d->offs[idx[i] + 1] - d->offs[idx[i]];
     if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
-    if (v->blen + total > v->bcap) {
-        size_t cap = v->bcap ? v->bcap : 1024;
-        while (cap < v->blen + total) cap *= 2;
-        v->bytes = fl_realloc(v->bytes, cap);
-        v->bcap = cap;
-    }
+    v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
     uint8_t *bp = v->bytes;
     size_t bl = v->blen, vn = v->n;
     for (size_t i = 0; i < m; i++) {
         uint32_t a = d->offs[idx[i]], len = d->offs[idx[i] + 1] - a;
-        memcpy(bp + bl, d->bytes + a, len);
+        copy_short(bp + bl, d->bytes + a, len);
         bl += len;
         v->offs[++vn] = (uint32_t)bl;
     }
@@ -1260,7 +1298,7 @@ static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t
 
 static fl_err_t grow_levels(pq_col_t *c, size_t nv)
 {
-    size_t need = c->nlev + nv, cap = c->levcap;
+    size_t need = c->nlev + nv + 1, cap = c->levcap;
     if (need <= cap) return FL_OK;
     size_t cap2 = cap;
     c->def = grow(c->def, &cap2, need, 1);
@@ -1281,7 +1319,7 @@ static fl_err_t get_page_data(fl_pq_reader_t *r, int codec, const uint8_t *src, 
         *out = src;
         return FL_OK;
     }
-    *buf = grow(*buf, cap, raw ? raw : 1, 1);
+    *buf = grow_bytes(*buf, cap, raw ? raw : 1);
     if (fl_codec_decompress((fl_codec_t)codec, src, n, *buf, raw))
         return fail(r, FL_ERR_INVALID, "page does not decompress");
     *out = *buf;
@@ -1308,7 +1346,7 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
     size_t total_nv = (size_t)cm->num_values;
     if (c->max_rep == 0 && total_nv != (size_t)rg->num_rows)
         return fail(r, FL_ERR_INVALID, "column chunk value count differs from row count");
-    r->chunk = grow(r->chunk, &r->chunk_cap, len, 1);
+    r->chunk = grow_bytes(r->chunk, &r->chunk_cap, (size_t)len);
     fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)len);
     if (e) return fail(r, e, "read failed");
     c->nlev = 0;
@@ -1432,9 +1470,9 @@ static void null_fill(fl_vec_t *v, size_t n)
 
 static void set_bytes(fl_vec_t *v, const uint8_t *p, size_t n)
 {
-    if (n > v->bytes_cap) {
-        v->bytes = fl_realloc(v->bytes, n);
-        v->bytes_cap = n;
+    if (n > v->bytes_cap || !v->bytes) {
+        v->bytes = fl_realloc(v->bytes, n ? n : 16);
+        v->bytes_cap = n ? n : 16;
     }
     if (n) memcpy(v->bytes, p, n);
     v->bytes_len = n;
@@ -1459,9 +1497,12 @@ static fl_err_t asm_leaf(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, s
     if (d->n == slots) { /* no nulls */
         if (w) {
             if (slots) memcpy(v->data, d->data, slots * w);
-        } else {
+        } else if (slots) {
             memcpy(v->offsets, d->offs, (slots + 1) * sizeof *v->offsets);
             set_bytes(v, d->bytes, d->blen);
+        } else {
+            v->offsets[0] = 0;
+            v->bytes_len = 0;
         }
         if (v->valid) memset(v->valid, 1, slots);
         v->len = slots;
