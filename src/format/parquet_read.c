@@ -951,7 +951,7 @@ static fl_err_t conv_fixed(pq_col_t *c, pq_vals_t *v, const uint8_t *src, size_t
     switch (c->conv) {
     case CV_COPY:
         if (c->pw != c->ow) return FL_ERR_INVALID;
-        memcpy(dst, src, m * c->pw);
+        if (m) memcpy(dst, src, m * c->pw);
         break;
     case CV_I32_I64:
     case CV_U32_I64:
