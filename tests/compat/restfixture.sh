@@ -36,12 +36,9 @@ else
   rm -rf "$OUT"; mv "$OUT.tmp" "$OUT"
   echo "restfixture: $(ls "$OUT"/*.jar | wc -l) jars -> $OUT" >&2
 fi
+listing="$(for j in "$OUT"/iceberg-open-api-*.jar "$OUT"/iceberg-core-*-tests.jar; do unzip -l "$j"; done)"
 for cls in org/apache/iceberg/rest/RESTCatalogServer.class org/apache/iceberg/rest/RESTCatalogAdapter.class; do
-  found=0
-  for j in "$OUT"/iceberg-open-api-*.jar "$OUT"/iceberg-core-*-tests.jar; do
-    unzip -l "$j" 2>/dev/null | grep -q "$cls" && found=1
-  done
-  [ $found = 1 ] || { echo "restfixture: $cls missing from $OUT" >&2; exit 1; }
+  grep -qF "$cls" <<<"$listing" || { echo "restfixture: $cls missing from $OUT" >&2; exit 1; }
 done
 
 CP="$OUT/*"
