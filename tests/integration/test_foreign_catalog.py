@@ -157,19 +157,22 @@ def by_id(rows):
 
 @pytest.fixture(scope="module")
 def events(floe, ref_catalog):
+    """A partitioned v2 table created by PyIceberg in the reference catalog, then two
+    `floe append` commits (the first written in batches of 300 rows)."""
     cat = py_catalog(floe, ref_catalog)
     ns = "foreign_%s" % uuid.uuid4().hex[:8]
     cat.create_namespace(ns)
     t = cat.create_table("%s.events" % ns, schema=SCHEMA, partition_spec=SPEC)
     assert t.metadata_location.startswith(ref_catalog.warehouse + "/")
-    return cat, "%s.events" % ns
-
-
-def test_two_appends_read_back_by_pyiceberg(floe, ref_catalog, events):
-    cat, name = events
+    name = "%s.events" % ns
     first, second = make_rows(0, 900), make_rows(900, 400)
     r1 = floe_append(floe, ref_catalog, name, first, "--summary", "floe.test.batch=1", "--batch-rows", "300")
     r2 = floe_append(floe, ref_catalog, name, second, "--summary", "floe.test.batch=2")
+    return cat, name, (r1, r2), first + second
+
+
+def test_two_appends_read_back_by_pyiceberg(floe, ref_catalog, events):
+    cat, name, (r1, r2), rows = events
     assert r1["added-records"] == 900 and r2["added-records"] == 400
 
     t = cat.load_table(name)
@@ -193,16 +196,16 @@ def test_two_appends_read_back_by_pyiceberg(floe, ref_catalog, events):
         assert task.file.file_path.startswith(t.metadata.location + "/data/")
 
     got = [norm_row(r) for r in t.scan().to_arrow().to_pylist()]
-    assert by_id(got) == by_id([norm_row(r) for r in first + second])
+    assert by_id(got) == by_id([norm_row(r) for r in rows])
     old = t.scan(snapshot_id=r1["snapshot-id"]).to_arrow()
     assert sorted(old.column("id").to_pylist()) == list(range(900))
 
 
 def test_floe_scan_prints_the_same_rows(floe, ref_catalog, events):
-    cat, name = events
+    cat, name, _, rows = events
     p = run_floe(floe, ref_catalog, "scan", name)
     floe_rows = [norm_row(json.loads(line)) for line in p.stdout.splitlines()]
-    assert by_id(floe_rows) == by_id([norm_row(r) for r in make_rows(0, 1300)])
+    assert by_id(floe_rows) == by_id([norm_row(r) for r in rows])
     py_rows = [norm_row(r) for r in cat.load_table(name).scan().to_arrow().to_pylist()]
     assert by_id(floe_rows) == by_id(py_rows)
 
@@ -243,13 +246,17 @@ def test_vended_credentials_and_auth_modes(floe, ref_catalog):
     assert p.returncode == 1 and "404 NoSuchTableException" in p.stderr
 
 
-def test_concurrent_appends_all_land(floe, ref_catalog, events):
-    """Three `floe append` processes at once: each commit asserts the parent it built on, the
-    reference server answers the losers 409 (CommitFailedException) and they re-base."""
-    cat, name = events
-    before = cat.load_table(name)
-    n_before = len(before.metadata.snapshots)
-    total_before = int(before.metadata.current_snapshot().summary["total-records"])
+def test_concurrent_appends_all_land(floe, ref_catalog):
+    """Three `floe append` processes at once on a table with history: each commit asserts the
+    parent it built on, the reference server answers the losers 409 (CommitFailedException)
+    and they re-base."""
+    cat = py_catalog(floe, ref_catalog)
+    ns = "race_%s" % uuid.uuid4().hex[:8]
+    cat.create_namespace(ns)
+    cat.create_table((ns, "events"), schema=SCHEMA, partition_spec=SPEC)
+    name = "%s.events" % ns
+    base = make_rows(0, 200)
+    floe_append(floe, ref_catalog, name, base)
     k_procs, n = 3, 150
     procs = []
     for k in range(k_procs):
@@ -258,9 +265,9 @@ def test_concurrent_appends_all_land(floe, ref_catalog, events):
         procs.append(subprocess.Popen(cmd, env=floe_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
     # Write every input before closing any, so the commits start together.
-    datas = ["".join(json.dumps(r) + "\n" for r in make_rows(20000 + k * 1000, n)) for k in range(k_procs)]
-    for p, data in zip(procs, datas):
-        p.stdin.write(data)
+    batches = [make_rows(20000 + k * 1000, n) for k in range(k_procs)]
+    for p, rows in zip(procs, batches):
+        p.stdin.write("".join(json.dumps(r) + "\n" for r in rows))
     for p in procs:
         p.stdin.close()
     results = []
@@ -271,21 +278,19 @@ def test_concurrent_appends_all_land(floe, ref_catalog, events):
 
     t = cat.load_table(name)
     snaps = t.metadata.snapshots
-    assert len(snaps) == n_before + k_procs
-    new = snaps[n_before:]
+    assert len(snaps) == 1 + k_procs
+    new = snaps[1:]
     assert sorted(s.snapshot_id for s in new) == sorted(r["snapshot-id"] for r in results)
-    # One linear chain: each new snapshot's parent is the one before it, sequence numbers +1.
-    for prev, cur in zip(snaps[n_before - 1:], new):
+    # One linear chain: each new snapshot's parent is the one before it, sequence numbers +1,
+    # totals counted on top of the parent the commit finally landed on.
+    for prev, cur in zip(snaps, new):
         assert cur.parent_snapshot_id == prev.snapshot_id
         assert cur.sequence_number == prev.sequence_number + 1
-    totals = [int(s.summary["total-records"]) for s in new]
-    assert totals == [total_before + n * (i + 1) for i in range(k_procs)]
-    ids = sorted(t.scan().to_arrow().column("id").to_pylist())
-    want = list(range(1300)) if total_before == 1300 else None
-    tail = [i for k in range(k_procs) for i in range(20000 + k * 1000, 20000 + k * 1000 + n)]
-    assert ids[-len(tail):] == tail and len(ids) == total_before + len(tail)
-    if want is not None:
-        assert ids[:1300] == want
+    assert [int(s.summary["total-records"]) for s in new] == [200 + n * (i + 1) for i in range(k_procs)]
+    racers = {s.summary["floe.test.racer"] for s in new}
+    assert racers == {str(k) for k in range(k_procs)}
+    got = [norm_row(r) for r in t.scan().to_arrow().to_pylist()]
+    assert by_id(got) == by_id([norm_row(r) for b in [base] + batches for r in b])
     # Which commits re-based: the manifest list name carries the attempt number
     # (snap-<id>-<attempt>-<uuid>.avro); racing three at once, at least one lost a round.
     attempts = [int(re.search(r"/snap-\d+-(\d+)-", s.manifest_list).group(1)) for s in new]
