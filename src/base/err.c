@@ -1,4 +1,17 @@
 #include "base/err.h"
+#include <stdarg.h>
+#include <stdio.h>
+
+fl_err_t fl_err_fmt(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return e;
+}
 
 const char *fl_err_str(fl_err_t e)
 {

@@ -27,6 +27,12 @@ typedef enum fl_err {
     FL_ERR_INCOMPLETE = -20,  /* body shorter than declared */
 } fl_err_t;
 
+/* Formats a message into err[errlen] (when err is non-NULL and errlen > 0)
+ * and returns e, for "return fl_err_fmt(err, errlen, FL_ERR_INVALID, ...)". */
+#include <stddef.h>
+fl_err_t fl_err_fmt(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 /* Short stable name of an error, for logs. Never NULL. */
 const char *fl_err_str(fl_err_t e);
 

@@ -84,43 +84,23 @@ int fl_cmd_append(int argc, char **argv)
 
     int rc = 1;
     FILE *in = NULL;
-    fl_rest_client_t *client = NULL;
-    fl_io_t *io = NULL;
     fl_appender_t *ap = NULL;
-    fl_rest_ident_t ident;
-    memset(&ident, 0, sizeof ident);
-    fl_rest_ops_ctx_t ctx;
-    memset(&ctx, 0, sizeof ctx);
-    fl_rest_error_t re;
-    memset(&re, 0, sizeof re);
+    fl_cli_table_t t;
+    memset(&t, 0, sizeof t);
     fl_vec_t batch;
     memset(&batch, 0, sizeof batch);
     char *line = NULL;
     size_t line_cap = 0;
     char err[1024] = "";
 
-    if (fl_rest_ident_parse(table, true, &ident)) {
-        fprintf(stderr, "%s: \"%s\" is not NAMESPACE.TABLE\n", prog, table);
-        rc = 2;
-        goto out;
-    }
     in = strcmp(file, "-") ? fopen(file, "r") : stdin;
     if (!in) { fprintf(stderr, "%s: %s: %s\n", prog, file, strerror(errno)); goto out; }
-    if (fl_catalog_connect(&co, &client, &re)) { rc = fl_catalog_report(prog, "connecting to the catalog", &re); goto out; }
-    if (fl_rest_load_table(client, &ident, &ctx.last, &re)) { rc = fl_catalog_report(prog, table, &re); goto out; }
-    fl_io_opts_t ioo;
-    fl_io_opts_default(&ioo);
-    fl_catalog_io_opts(&co, &ioo);
-    if (fl_io_new(ctx.last.config, &ioo, &io)) { fprintf(stderr, "%s: cannot set up the table's file IO\n", prog); goto out; }
-    ctx.client = client;
-    ctx.ident = &ident;
-    ctx.io = io;
-    fl_table_ops_t ops;
-    fl_rest_table_ops(&ctx, &ops);
+    if ((rc = fl_cli_table_open(&t, &co, prog, table))) goto out;
+    rc = 1;
     fl_append_opts_t ao;
     memset(&ao, 0, sizeof ao);
     ao.target_file_bytes = target;
-    if (fl_append_open(&ap, &ops, &ao, err, sizeof err)) { fprintf(stderr, "%s: %s\n", prog, err); goto out; }
+    if (fl_append_open(&ap, &t.ops, &ao, err, sizeof err)) { fprintf(stderr, "%s: %s\n", prog, err); goto out; }
     fl_vec_init(&batch, fl_append_schema(ap));
     long lineno = 0;
     ssize_t n;
@@ -171,9 +151,6 @@ out:
     free(line);
     free(kv);
     if (in && in != stdin) fclose(in);
-    fl_rest_ops_ctx_free(&ctx);
-    fl_io_free(io);
-    fl_rest_ident_free(&ident);
-    fl_rest_client_free(client);
+    fl_cli_table_close(&t);
     return rc;
 }

@@ -133,3 +133,37 @@ int fl_catalog_report(const char *prog, const char *what, const fl_rest_error_t 
         fprintf(stderr, "%s: %s: %s\n", prog, what, err->message[0] ? err->message : "failed");
     return 1;
 }
+
+int fl_cli_table_open(fl_cli_table_t *t, const fl_catalog_opts_t *o, const char *prog, const char *name)
+{
+    memset(t, 0, sizeof *t);
+    fl_rest_error_t re;
+    memset(&re, 0, sizeof re);
+    if (fl_rest_ident_parse(name, true, &t->ident)) {
+        fprintf(stderr, "%s: \"%s\" is not NAMESPACE.TABLE\n", prog, name);
+        return 2;
+    }
+    if (fl_catalog_connect(o, &t->client, &re)) return fl_catalog_report(prog, "connecting to the catalog", &re);
+    if (fl_rest_load_table(t->client, &t->ident, &t->ctx.last, &re)) return fl_catalog_report(prog, name, &re);
+    fl_io_opts_t ioo;
+    fl_io_opts_default(&ioo);
+    fl_catalog_io_opts(o, &ioo);
+    if (fl_io_new(t->ctx.last.config, &ioo, &t->io)) {
+        fprintf(stderr, "%s: cannot set up the table's file IO\n", prog);
+        return 1;
+    }
+    t->ctx.client = t->client;
+    t->ctx.ident = &t->ident;
+    t->ctx.io = t->io;
+    fl_rest_table_ops(&t->ctx, &t->ops);
+    return 0;
+}
+
+void fl_cli_table_close(fl_cli_table_t *t)
+{
+    fl_rest_ops_ctx_free(&t->ctx);
+    fl_io_free(t->io);
+    fl_rest_ident_free(&t->ident);
+    fl_rest_client_free(t->client);
+    memset(t, 0, sizeof *t);
+}

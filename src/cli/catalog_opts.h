@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include "iceberg/io.h"
 #include "iceberg/rest_client.h"
+#include "iceberg/rest_ops.h"
 
 typedef struct fl_catalog_opts {
     const char *uri, *warehouse, *auth, *region, *signing_name, *token, *credential, *s3_endpoint;
@@ -41,4 +42,21 @@ void fl_catalog_io_opts(const fl_catalog_opts_t *o, fl_io_opts_t *io);
 /* "prog: what: HTTP 404 NoSuchTableException: message" (or the transport message) on stderr.
  * Returns the exit code to use: 1. */
 int fl_catalog_report(const char *prog, const char *what, const fl_rest_error_t *err);
+
+/* A table opened for reading or writing through the catalog: the client, the
+ * parsed identifier, the table's file IO and the table ops over them. */
+typedef struct fl_cli_table {
+    fl_rest_client_t *client;
+    fl_rest_ident_t ident;
+    fl_io_t *io;
+    fl_rest_ops_ctx_t ctx;       /* ctx.last: the loaded table */
+    fl_table_ops_t ops;
+} fl_cli_table_t;
+
+/* Parses name (NAMESPACE.TABLE), connects, loads the table and sets up its IO.
+ * On failure reports on stderr (prefixed with prog) and returns the exit code
+ * (2 for a bad name, 1 otherwise); 0 on success. Close with fl_cli_table_close
+ * in every case. */
+int fl_cli_table_open(fl_cli_table_t *t, const fl_catalog_opts_t *o, const char *prog, const char *name);
+void fl_cli_table_close(fl_cli_table_t *t);
 #endif

@@ -102,12 +102,8 @@ int fl_cmd_scan(int argc, char **argv)
     if (!table) { usage(stderr); return 2; }
 
     int rc = 1;
-    fl_rest_client_t *client = NULL;
-    fl_io_t *io = NULL;
-    fl_rest_ident_t ident;
-    memset(&ident, 0, sizeof ident);
-    fl_rest_ops_ctx_t ctx;
-    memset(&ctx, 0, sizeof ctx);
+    fl_cli_table_t t;
+    memset(&t, 0, sizeof t);
     fl_scan_plan_t plan;
     memset(&plan, 0, sizeof plan);
     fl_field_t schema, proj;
@@ -124,24 +120,11 @@ int fl_cmd_scan(int argc, char **argv)
     fl_rest_error_t re;
     memset(&re, 0, sizeof re);
 
-    if (fl_rest_ident_parse(table, true, &ident)) {
-        fprintf(stderr, "%s: \"%s\" is not NAMESPACE.TABLE\n", prog, table);
-        rc = 2;
-        goto out;
-    }
-    if (fl_catalog_connect(&co, &client, &re)) { rc = fl_catalog_report(prog, "connecting to the catalog", &re); goto out; }
-    if (fl_rest_load_table(client, &ident, &ctx.last, &re)) { rc = fl_catalog_report(prog, table, &re); goto out; }
-    fl_io_opts_t ioo;
-    fl_io_opts_default(&ioo);
-    fl_catalog_io_opts(&co, &ioo);
-    if (fl_io_new(ctx.last.config, &ioo, &io)) { fprintf(stderr, "%s: cannot set up the table's file IO\n", prog); goto out; }
-    ctx.client = client;
-    ctx.ident = &ident;
-    ctx.io = io;
-    fl_table_ops_t ops;
-    fl_rest_table_ops(&ctx, &ops);
-    json_t *md = ctx.last.metadata;
-    if (fl_scan_plan(&ops, md, snapshot, &plan, err, sizeof err)) { fprintf(stderr, "%s: %s\n", prog, err); goto out; }
+    if ((rc = fl_cli_table_open(&t, &co, prog, table))) goto out;
+    rc = 1;
+    fl_io_t *io = t.io;
+    json_t *md = t.ctx.last.metadata;
+    if (fl_scan_plan(&t.ops, md, snapshot, &plan, err, sizeof err)) { fprintf(stderr, "%s: %s\n", prog, err); goto out; }
     int32_t sid;
     if (fl_schema_from_metadata(md, plan.schema_id, &schema, &sid, err, sizeof err) &&
         fl_schema_from_metadata(md, -1, &schema, &sid, err, sizeof err)) {
@@ -151,9 +134,9 @@ int fl_cmd_scan(int argc, char **argv)
     const fl_field_t *expected = &schema;
     if (columns) {
         char *dup = fl_strdup(columns), *save = NULL;
-        for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        for (char *c = strtok_r(dup, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
             names = fl_realloc(names, (n_names + 1) * sizeof *names);
-            names[n_names++] = fl_strdup(t);
+            names[n_names++] = fl_strdup(c);
         }
         free(dup);
         if (fl_schema_project(&schema, (const char *const *)names, n_names, &proj, err, sizeof err)) {
@@ -226,9 +209,6 @@ out:
     fl_field_free(&proj);
     fl_field_free(&schema);
     fl_scan_plan_free(&plan);
-    fl_rest_ops_ctx_free(&ctx);
-    fl_io_free(io);
-    fl_rest_ident_free(&ident);
-    fl_rest_client_free(client);
+    fl_cli_table_close(&t);
     return rc;
 }

@@ -66,18 +66,6 @@ struct fl_appender {
     fl_buf_t keybuf;            /* partition routing scratch */
 };
 
-static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
 
 static const char *prop(json_t *md, const char *key)
 {
@@ -113,7 +101,7 @@ static fl_err_t bind_metadata(fl_appender_t *a, json_t *md, char *err, size_t er
     json_decref(a->md);
     a->md = md;
     json_int_t fv = json_integer_value(json_object_get(md, "format-version"));
-    if (fv != 2) return fail(err, errlen, FL_ERR_INVALID, "append supports format-version 2 tables (this one is v%d)", (int)fv);
+    if (fv != 2) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "append supports format-version 2 tables (this one is v%d)", (int)fv);
     a->format_version = (int)fv;
     const char *uuid = json_string_value(json_object_get(md, "table-uuid"));
     snprintf(a->table_uuid, sizeof a->table_uuid, "%s", uuid ? uuid : "");
@@ -161,7 +149,7 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
         fl_pq_write_opts_default(&a->pq);
         const char *codec = prop(a->md, "write.parquet.compression-codec");
         if (codec && fl_codec_parse(codec, &a->pq.codec)) {
-            e = fail(err, errlen, FL_ERR_INVALID, "unsupported write.parquet.compression-codec \"%s\"", codec);
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "unsupported write.parquet.compression-codec \"%s\"", codec);
             goto fail;
         }
         a->pq.level = (int)prop_i64(a->md, "write.parquet.compression-level", 0);
@@ -186,7 +174,7 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
         if (!a->pq.kv) { a->pq.kv = a->footer_kv; a->pq.n_kv = 1; }
     }
     const char *loc = json_string_value(json_object_get(a->md, "location"));
-    if (!loc || !*loc) { e = fail(err, errlen, FL_ERR_INVALID, "table metadata has no location"); goto fail; }
+    if (!loc || !*loc) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "table metadata has no location"); goto fail; }
     const char *dp = prop(a->md, "write.data.path");
     const char *mp = prop(a->md, "write.metadata.path");
     a->data_path = dp ? fl_strdup(dp) : join_path(loc, "data");
@@ -274,12 +262,12 @@ static fl_err_t start_file(fl_appender_t *a, open_file_t *f, char *err, size_t e
     char path[4096];
     snprintf(path, sizeof path, "%s/floe-append-XXXXXX", dir);
     f->fd = mkstemp(path);
-    if (f->fd < 0) return fail(err, errlen, FL_ERR_IO, "cannot create a staging file in %s: %s", dir, strerror(errno));
+    if (f->fd < 0) return fl_err_fmt(err, errlen, FL_ERR_IO, "cannot create a staging file in %s: %s", dir, strerror(errno));
     f->tmp_path = fl_strdup(path);
     f->bytes_out = 0;
     f->rows = 0;
     fl_err_t e = fl_pq_writer_open(&f->w, &a->schema, &a->pq, (fl_pq_sink_t){ sink_write, f });
-    if (e) return fail(err, errlen, e, "cannot start a Parquet file: %s", fl_err_str(e));
+    if (e) return fl_err_fmt(err, errlen, e, "cannot start a Parquet file: %s", fl_err_str(e));
     return FL_OK;
 }
 
@@ -302,9 +290,9 @@ static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t 
     fl_err_t e = fl_pq_writer_close(f->w, &info);
     fl_pq_writer_free(f->w);
     f->w = NULL;
-    if (e) { fl_pq_file_info_free(&info); return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e)); }
+    if (e) { fl_pq_file_info_free(&info); return fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e)); }
     if (info.record_count == 0) { fl_pq_file_info_free(&info); goto cleanup; }
-    if (fsync(f->fd) != 0) { fl_pq_file_info_free(&info); return fail(err, errlen, FL_ERR_IO, "staging file: %s", strerror(errno)); }
+    if (fsync(f->fd) != 0) { fl_pq_file_info_free(&info); return fl_err_fmt(err, errlen, FL_ERR_IO, "staging file: %s", strerror(errno)); }
 
     /* location: data path / partition path / name */
     fl_buf_t uri;
@@ -325,7 +313,7 @@ static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t 
     a->file_counter++;
     e = a->ops.put_file(a->ops.ctx, uri.ptr, f->fd, (uint64_t)info.file_size);
     if (e) {
-        fail(err, errlen, e, "uploading %s failed: %s", uri.ptr, fl_err_str(e));
+        fl_err_fmt(err, errlen, e, "uploading %s failed: %s", uri.ptr, fl_err_str(e));
         fl_buf_free(&uri);
         fl_pq_file_info_free(&info);
         return e;
@@ -379,7 +367,7 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
         open_file_t *f = a->open[lru];
         if (f->stage.len) {
             fl_err_t e = fl_pq_writer_write(f->w, &f->stage);
-            if (e) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+            if (e) return fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
             fl_vec_clear(&f->stage);
         }
         fl_err_t e = finish_file(a, f, err, errlen);
@@ -433,7 +421,7 @@ static fl_err_t maybe_roll(fl_appender_t *a, open_file_t *f, char *err, size_t e
 fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, size_t errlen)
 {
     if (batch->field->kind != FL_TYPE_STRUCT || batch->n_children != a->schema.n_children)
-        return fail(err, errlen, FL_ERR_INVALID, "batch does not have the table schema's shape");
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "batch does not have the table schema's shape");
     if (!batch->len) return FL_OK;
     a->tick++;
     fl_err_t e;
@@ -444,7 +432,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             if ((e = file_for_key(a, NULL, &idx, err, errlen))) return e;
         }
         open_file_t *f = a->open[0];
-        if ((e = fl_pq_writer_write(f->w, batch))) return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+        if ((e = fl_pq_writer_write(f->w, batch))) return fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
         a->rows += (int64_t)batch->len;
         return maybe_roll(a, f, err, errlen);
     }
@@ -455,7 +443,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
     for (size_t k = 0; k < np; k++) {
         if (a->spec.fields[k].transform.kind == FL_ICE_T_VOID) continue;
         if (!find_vec(batch, a->spec.fields[k].source_id, ps[k].chain, &ps[k].depth)) {
-            e = fail(err, errlen, FL_ERR_INVALID, "partition source field %d is not in the batch",
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "partition source field %d is not in the batch",
                      (int)a->spec.fields[k].source_id);
             goto out;
         }
@@ -467,7 +455,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             vals[k].kind = FL_ICE_NULL;
             if (a->spec.fields[k].transform.kind != FL_ICE_T_VOID &&
                 (e = partition_value(&ps[k], &a->spec.fields[k], r, &vals[k]))) {
-                fail(err, errlen, e, "row %zu: cannot compute partition field %s", r, a->spec.fields[k].name);
+                fl_err_fmt(err, errlen, e, "row %zu: cannot compute partition field %s", r, a->spec.fields[k].name);
                 goto out;
             }
             key_append(&a->keybuf, &vals[k]);
@@ -487,7 +475,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
         open_file_t *f = a->open[i];
         if (!f->stage.len) continue;
         if ((e = fl_pq_writer_write(f->w, &f->stage))) {
-            fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+            fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
             goto out;
         }
         fl_vec_clear(&f->stage);
@@ -558,7 +546,7 @@ static fl_err_t close_all(fl_appender_t *a, char *err, size_t errlen)
         fl_err_t e = FL_OK;
         if (f->stage.len && f->w) {
             if ((e = fl_pq_writer_write(f->w, &f->stage)))
-                return fail(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+                return fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
             fl_vec_clear(&f->stage);
         }
         if ((e = finish_file(a, f, err, errlen))) return e;
@@ -626,7 +614,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     /* The manifest: written once, reused by every attempt. */
     if ((e = fl_manifest_writer_open(&mw, a->format_version, &a->schema, a->schema_id, &a->spec, 0, sid,
                                      FL_AVRO_CODEC_DEFLATE))) {
-        fail(err, errlen, e, "cannot start a manifest: %s", fl_err_str(e));
+        fl_err_fmt(err, errlen, e, "cannot start a manifest: %s", fl_err_str(e));
         goto out;
     }
     for (size_t i = 0; i < a->n_files; i++) {
@@ -637,7 +625,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
         me.snapshot_id = sid;
         me.file = a->files[i];
         if ((e = fl_manifest_writer_add(&mw, &me))) {
-            fail(err, errlen, e, "cannot write a manifest entry: %s", fl_err_str(e));
+            fl_err_fmt(err, errlen, e, "cannot write a manifest entry: %s", fl_err_str(e));
             goto out;
         }
     }
@@ -645,11 +633,11 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     manifest_uri = fl_buf_steal(&uri);
     json_int_t last_seq = json_integer_value(json_object_get(a->md, "last-sequence-number"));
     if ((e = fl_manifest_writer_finish(&mw, manifest_uri, last_seq + 1, &mbytes, &mf))) {
-        fail(err, errlen, e, "cannot finish the manifest: %s", fl_err_str(e));
+        fl_err_fmt(err, errlen, e, "cannot finish the manifest: %s", fl_err_str(e));
         goto out;
     }
     if ((e = a->ops.put(a->ops.ctx, manifest_uri, mbytes.ptr, mbytes.len))) {
-        fail(err, errlen, e, "uploading %s failed: %s", manifest_uri, fl_err_str(e));
+        fl_err_fmt(err, errlen, e, "uploading %s failed: %s", manifest_uri, fl_err_str(e));
         goto out;
     }
 
@@ -666,12 +654,12 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
         if (psnap) {
             const char *pl = json_string_value(json_object_get(psnap, "manifest-list"));
             if (!pl) {
-                e = fail(err, errlen, FL_ERR_INVALID, "parent snapshot %" PRId64 " has no manifest-list (v1 manifests field unsupported)", parent);
+                e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "parent snapshot %" PRId64 " has no manifest-list (v1 manifests field unsupported)", parent);
                 goto out;
             }
             fl_buf_reset(&parent_list);
             if ((e = a->ops.get(a->ops.ctx, pl, &parent_list))) {
-                fail(err, errlen, e, "reading %s failed: %s", pl, fl_err_str(e));
+                fl_err_fmt(err, errlen, e, "reading %s failed: %s", pl, fl_err_str(e));
                 goto out;
             }
             if ((e = fl_manifest_list_read(fl_slice(parent_list.ptr, parent_list.len), &parent_files, &n_parent,
@@ -685,13 +673,13 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
         fl_buf_reset(&lbytes);
         e = fl_manifest_list_write(a->format_version, sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE, &lbytes);
         free(all);
-        if (e) { fail(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e)); goto out; }
+        if (e) { fl_err_fmt(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e)); goto out; }
         free(list_uri);
         fl_buf_reset(&uri);
         fl_buf_printf(&uri, "%s/snap-%" PRId64 "-%d-%s.avro", a->metadata_path, sid, attempt, commit_uuid);
         list_uri = fl_buf_steal(&uri);
         if ((e = a->ops.put(a->ops.ctx, list_uri, lbytes.ptr, lbytes.len))) {
-            fail(err, errlen, e, "uploading %s failed: %s", list_uri, fl_err_str(e));
+            fl_err_fmt(err, errlen, e, "uploading %s failed: %s", list_uri, fl_err_str(e));
             goto out;
         }
 
@@ -766,7 +754,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
             const char *nu = json_string_value(json_object_get(md, "table-uuid"));
             if (nu && strcmp(nu, old_uuid)) {
                 json_decref(md);
-                e = fail(err, errlen, FL_ERR_CONFLICT, "the table was replaced while appending (uuid changed)");
+                e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "the table was replaced while appending (uuid changed)");
                 goto out;
             }
             if ((e = bind_metadata(a, md, err, errlen))) goto out;
@@ -774,11 +762,11 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
             continue;
         }
         if (status == 409) {
-            e = fail(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
+            e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
             goto out;
         }
         if (status >= 400 && status < 500) {
-            e = fail(err, errlen, FL_ERR_INVALID, "the catalog refused the commit (%d): %s", status, cerr);
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "the catalog refused the commit (%d): %s", status, cerr);
             goto out;
         }
         /* Unknown outcome: look for our snapshot. */
@@ -791,7 +779,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
             a->md_location = loc;
             if (there) { *snapshot_id = sid; break; }
         }
-        e = fail(err, errlen, FL_ERR_IO, "commit state unknown (status %d): %s", status, cerr);
+        e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown (status %d): %s", status, cerr);
         for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
         a->n_files = 0;
         a->rows = 0;

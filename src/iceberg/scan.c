@@ -8,18 +8,6 @@
 #include "base/mem.h"
 #include "iceberg/metadata.h"
 
-static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static fl_err_t fail(char *err, size_t errlen, fl_err_t e, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return e;
-}
 
 fl_err_t fl_scan_plan(const fl_table_ops_t *ops, json_t *md, int64_t snapshot_id, fl_scan_plan_t *plan,
                       char *err, size_t errlen)
@@ -36,24 +24,24 @@ fl_err_t fl_scan_plan(const fl_table_ops_t *ops, json_t *md, int64_t snapshot_id
     size_t i;
     json_array_foreach(json_object_get(md, "snapshots"), i, s)
         if (json_integer_value(json_object_get(s, "snapshot-id")) == snapshot_id) snap = s;
-    if (!snap) return fail(err, errlen, FL_ERR_NOT_FOUND, "snapshot %" PRId64 " does not exist", snapshot_id);
+    if (!snap) return fl_err_fmt(err, errlen, FL_ERR_NOT_FOUND, "snapshot %" PRId64 " does not exist", snapshot_id);
     plan->snapshot_id = snapshot_id;
     json_t *sid = json_object_get(snap, "schema-id");
     if (json_is_integer(sid)) plan->schema_id = (int32_t)json_integer_value(sid);
     const char *list = json_string_value(json_object_get(snap, "manifest-list"));
-    if (!list) return fail(err, errlen, FL_ERR_INVALID, "snapshot %" PRId64 " has no manifest-list", snapshot_id);
+    if (!list) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "snapshot %" PRId64 " has no manifest-list", snapshot_id);
 
     fl_buf_t buf;
     fl_buf_init(&buf, 0);
     fl_manifest_file_t *mfs = NULL;
     size_t n_mf = 0, cap = 0;
     fl_err_t e = ops->get(ops->ctx, list, &buf);
-    if (e) { fail(err, errlen, e, "reading %s failed: %s", list, fl_err_str(e)); goto out; }
+    if (e) { fl_err_fmt(err, errlen, e, "reading %s failed: %s", list, fl_err_str(e)); goto out; }
     if ((e = fl_manifest_list_read(fl_slice(buf.ptr, buf.len), &mfs, &n_mf, err, errlen))) goto out;
     for (size_t m = 0; m < n_mf; m++) {
         fl_buf_reset(&buf);
         if ((e = ops->get(ops->ctx, mfs[m].manifest_path, &buf))) {
-            fail(err, errlen, e, "reading %s failed: %s", mfs[m].manifest_path, fl_err_str(e));
+            fl_err_fmt(err, errlen, e, "reading %s failed: %s", mfs[m].manifest_path, fl_err_str(e));
             goto out;
         }
         fl_manifest_entry_t *ents = NULL;
