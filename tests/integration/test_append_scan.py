@@ -230,3 +230,54 @@ def test_concurrent_commit_is_rebased(floe, table_bucket, table):  # noqa: F811
     assert len(t.metadata.snapshots) == n_before + 4
     ids = t.scan(row_filter=GreaterThan("id", 9999)).to_arrow().column("id").to_pylist()
     assert sorted(ids) == [i for k in range(4) for i in range(10000 + k * 100, 10100 + k * 100)]
+
+
+def test_killed_append_leaves_the_table_as_it_was(floe, table_bucket, table):  # noqa: F811
+    """kill -9 a `floe append` after it has uploaded data files but before it commits: the
+    table keeps its snapshot and rows (the orphans are unreferenced), and the next append
+    works."""
+    import signal
+    import time
+    cat, ns, _ = table
+    t0 = cat.load_table("%s.events" % ns)
+    before, rows_before = t0.metadata.current_snapshot_id, t0.scan().to_arrow().num_rows
+    env = dict(os.environ, FLOE_ACCESS_KEY_ID=ACCESS_KEY, FLOE_SECRET_ACCESS_KEY=SECRET_KEY)
+    cmd = [FLOE_BIN, "append", "%s.events" % ns, "--file", "-", "--batch-rows", "50",
+           "--target-file-size", "1", "--catalog-uri", catalog_url(floe) + "/iceberg",
+           "--warehouse", table_bucket, "--region", REGION]
+    p = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    p.stdin.write("".join(json.dumps(r) + "\n" for r in make_rows(20000, 600)))
+    p.stdin.flush()  # stdin stays open: floe append is still waiting for more rows
+    loc = t0.metadata.location.split("://", 1)[1].rstrip("/")
+    bucket, _, prefix = loc.partition("/")
+    prefix = prefix + "/data/" if prefix else "data/"
+
+    import boto3
+    s3 = boto3.client("s3", endpoint_url=floe.endpoint, aws_access_key_id=ACCESS_KEY,
+                      aws_secret_access_key=SECRET_KEY, region_name=REGION)
+
+    def data_files():
+        out, tok = [], None
+        while True:
+            kw = {"Bucket": bucket, "Prefix": prefix}
+            if tok:
+                kw["ContinuationToken"] = tok
+            r = s3.list_objects_v2(**kw)
+            out += [o["Key"] for o in r.get("Contents", [])]
+            tok = r.get("NextContinuationToken")
+            if not tok:
+                return set(out)
+    known = {f.file.file_path.split("://", 1)[1].partition("/")[2] for f in t0.scan().plan_files()}
+    deadline = time.time() + 60
+    while time.time() < deadline and not (data_files() - known):
+        time.sleep(0.2)
+    assert data_files() - known, "floe append uploaded nothing within 60 s"
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    t1 = cat.load_table("%s.events" % ns)
+    assert t1.metadata.current_snapshot_id == before
+    assert t1.scan().to_arrow().num_rows == rows_before
+    r = append(floe, table_bucket, ns, make_rows(30000, 10))
+    assert r["added-records"] == 10
+    assert cat.load_table("%s.events" % ns).scan().to_arrow().num_rows == rows_before + 10
