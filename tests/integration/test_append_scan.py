@@ -281,3 +281,36 @@ def test_killed_append_leaves_the_table_as_it_was(floe, table_bucket, table):  #
     r = append(floe, table_bucket, ns, make_rows(30000, 10))
     assert r["added-records"] == 10
     assert cat.load_table("%s.events" % ns).scan().to_arrow().num_rows == rows_before + 10
+
+
+def test_scan_reads_files_without_field_ids_through_the_name_mapping(floe, table_bucket, tmp_path):  # noqa: F811
+    """PyIceberg's add_files registers a plain pyarrow file (no field ids) and sets the
+    table's schema.name-mapping.default; floe scan resolves the columns through it."""
+    import pyarrow.parquet as pq
+    import boto3
+    cat = load_rest_catalog(floe, table_bucket)
+    ns = unique("nm")
+    cat.create_namespace(ns)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "name", StringType(), required=False),
+                    NestedField(3, "info", StructType(NestedField(4, "a", IntegerType(), required=False)),
+                                required=False))
+    t = cat.create_table("%s.plain" % ns, schema=schema)
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["x", None, "z"],
+                     "info": pa.array([{"a": 1}, None, {"a": 3}], pa.struct([("a", pa.int32())]))})
+    local = tmp_path / "plain.parquet"
+    pq.write_table(data, local)
+    assert b"field_id" not in pq.read_schema(local).to_string().encode()
+    loc = t.metadata.location.split("://", 1)[1].rstrip("/")
+    bucket, _, prefix = loc.partition("/")
+    key = (prefix + "/" if prefix else "") + "data/plain.parquet"
+    s3 = boto3.client("s3", endpoint_url=floe.endpoint, aws_access_key_id=ACCESS_KEY,
+                      aws_secret_access_key=SECRET_KEY, region_name=REGION)
+    s3.upload_file(str(local), bucket, key)
+    t.add_files(["s3://%s/%s" % (bucket, key)])
+    t = cat.load_table("%s.plain" % ns)
+    assert "schema.name-mapping.default" in t.properties
+    p = floe_cli(floe, table_bucket, "scan", "%s.plain" % ns)
+    rows = sorted((json.loads(line) for line in p.stdout.splitlines()), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "name": "x", "info": {"a": 1}}, {"id": 2, "name": None, "info": None},
+                    {"id": 3, "name": "z", "info": {"a": 3}}]
