@@ -103,10 +103,12 @@ typedef struct pq_col {
     size_t ow;                  /* output width, 0 for byte outputs */
     int conv;
     int64_t k;                  /* CV_*_MUL / DIV factor; CV_INT96: 1 = keep nanos */
+    int16_t slot_def;           /* def level at which the output leaf has a slot */
     /* per row group */
+    fl_vec_t *vec;              /* the output leaf vector values are decoded into */
     uint8_t *def, *rep;
     size_t nlev, levcap;
-    pq_vals_t vals, dict;
+    pq_vals_t dict;
     bool has_dict;
 } pq_col_t;
 
@@ -612,7 +614,6 @@ void fl_pq_reader_free(fl_pq_reader_t *r)
     for (uint32_t i = 0; r->cols && i < r->n_cols; i++) {
         free(r->cols[i].def);
         free(r->cols[i].rep);
-        vals_free(&r->cols[i].vals);
         vals_free(&r->cols[i].dict);
     }
     free(r->cols);
@@ -811,6 +812,7 @@ static fl_err_t bind(fl_pq_reader_t *r, pq_pnode_t *pn, const fl_field_t *exp,
                         exp->id, exp->name ? exp->name : "", fl_type_name(ff->kind),
                         fl_type_name(exp->kind));
         c->out = exp;
+        c->slot_def = fn->slot_def;
         c->needed = true;
         c->levels_only = false;
         return FL_OK;
@@ -1272,15 +1274,24 @@ static fl_err_t decode_levels_v1(fl_pq_reader_t *r, int enc, const uint8_t **q, 
     return fail(r, FL_ERR_INVALID, "unsupported level encoding %d", enc);
 }
 
-/* Check levels of entries [from, to) and count the present values. */
-static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t to, size_t *nonnull)
+/* Check levels of entries [from, to), count the present values and the
+ * output slots (entries with def >= slot_def). */
+static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t to, size_t *nonnull,
+                             size_t *slots)
 {
-    size_t nn = 0;
-    if (c->max_def == 0) nn = to - from;
+    size_t nn = 0, ns = 0;
+    if (c->max_def == 0) nn = ns = to - from;
     else {
         const uint8_t *d = c->def;
-        uint8_t md = (uint8_t)c->max_def;
-        for (size_t i = from; i < to; i++) nn += d[i] == md;
+        uint8_t md = (uint8_t)c->max_def, sd = (uint8_t)c->slot_def;
+        if (sd == 0) {
+            ns = to - from;
+            for (size_t i = from; i < to; i++) nn += d[i] == md;
+        } else
+            for (size_t i = from; i < to; i++) {
+                nn += d[i] == md;
+                ns += d[i] >= sd;
+            }
     }
     if (c->max_rep > 0) {
         const uint8_t *rp = c->rep;
@@ -1293,6 +1304,111 @@ static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t
         }
     }
     *nonnull = nn;
+    *slots = ns;
+    return FL_OK;
+}
+
+/* The output vector's buffers as a pq_vals_t the decoders append to (values
+ * from slot v->len on); vec_return hands back whatever they grew into. The
+ * bytes buffer keeps SLACK bytes past the capacity the decoders see. */
+static void vec_borrow(pq_vals_t *b, fl_vec_t *v, size_t ow)
+{
+    memset(b, 0, sizeof *b);
+    b->n = v->len;
+    b->cap = v->cap;
+    b->data = v->data;
+    b->offs = v->offsets;
+    b->ocap = v->offsets ? v->cap + 1 : 0;
+    if (!ow) {
+        if (!v->bytes || v->bytes_cap < 1024 + SLACK) {
+            v->bytes = fl_realloc(v->bytes, 1024 + SLACK);
+            v->bytes_cap = 1024 + SLACK;
+        }
+        b->bytes = v->bytes;
+        b->bcap = v->bytes_cap - SLACK;
+        b->blen = v->bytes_len;
+    }
+}
+
+static void vec_return(fl_vec_t *v, const pq_vals_t *b)
+{
+    v->data = b->data;
+    v->offsets = b->offs;
+    if (b->bytes) {
+        v->bytes = b->bytes;
+        v->bytes_cap = b->bcap + SLACK;
+        v->bytes_len = b->blen;
+    }
+}
+
+#define SPREAD_FIXED(W)                                                     \
+    while (i > k) {                                                         \
+        i--;                                                                \
+        if (valid[i]) {                                                     \
+            k--;                                                            \
+            memcpy(d + i * (W), d + k * (W), (W));                          \
+        } else                                                              \
+            memset(d + i * (W), 0, (W));                                    \
+    }
+
+/* A page's nonnull values sit densely from slot v->len on; spread them over
+ * its pslots slots (back to front, in place), zero-filling nulls, and set the
+ * validity bytes from the page's definition levels (entries [from, from+nv)). */
+static void spread_page(pq_col_t *c, fl_vec_t *v, size_t from, size_t nv, size_t nonnull,
+                        size_t pslots)
+{
+    const uint8_t *def = c->def + from;
+    uint8_t sd = (uint8_t)c->slot_def, md = (uint8_t)c->max_def;
+    size_t s0 = v->len;
+    if (!v->valid) {
+        v->valid = fl_malloc(v->cap ? v->cap : 1);
+        memset(v->valid, 1, s0);
+    }
+    uint8_t *valid = v->valid + s0;
+    if (pslots == nv)
+        for (size_t i = 0; i < nv; i++) valid[i] = def[i] == md;
+    else
+        for (size_t i = 0, s = 0; i < nv; i++)
+            if (def[i] >= sd) valid[s++] = def[i] == md;
+    size_t i = pslots, k = nonnull; /* k: values in slots [0, i) */
+    size_t w = c->ow;
+    if (w) {
+        uint8_t *d = v->data + s0 * w;
+        switch (w) {
+        case 1: SPREAD_FIXED(1); break;
+        case 4: SPREAD_FIXED(4); break;
+        case 8: SPREAD_FIXED(8); break;
+        case 16: SPREAD_FIXED(16); break;
+        default: SPREAD_FIXED(w); break;
+        }
+    } else {
+        uint32_t *off = v->offsets + s0; /* off[j]: end of the j-th value (off[0]: start) */
+        while (i > k) {
+            i--;
+            off[i + 1] = off[k];
+            k -= valid[i];
+        }
+    }
+}
+
+/* Decode a data page's nonnull values straight into the column's output
+ * vector, then lay them out over the page's pslots slots. */
+static fl_err_t page_values(fl_pq_reader_t *r, pq_col_t *c, int enc, const uint8_t *p, size_t n,
+                            size_t from, size_t nv, size_t nonnull, size_t pslots)
+{
+    fl_vec_t *v = c->vec;
+    if (!v || v->field != c->out) return fail(r, FL_ERR_INVALID, "internal: no output vector");
+    fl_vec_reserve(v, pslots + 1);
+    pq_vals_t b;
+    vec_borrow(&b, v, c->ow);
+    fl_err_t e = dec_values(r, c, &b, enc, p, n, nonnull);
+    vec_return(v, &b);
+    if (e) return e;
+    if (b.n != v->len + nonnull) return fail(r, FL_ERR_INVALID, "internal: value count");
+    if (nonnull != pslots) spread_page(c, v, from, nv, nonnull, pslots);
+    else if (v->valid) memset(v->valid + v->len, 1, pslots);
+    v->len += pslots;
+    v->null_count += pslots - nonnull;
     return FL_OK;
 }
 
@@ -1350,8 +1466,6 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
     fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)len);
     if (e) return fail(r, e, "read failed");
     c->nlev = 0;
-    c->vals.n = 0;
-    c->vals.blen = 0;
     c->dict.n = 0;
     c->dict.blen = 0;
     c->has_dict = false;
@@ -1433,11 +1547,13 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
                     }
                 }
             }
-            size_t nonnull = 0;
-            if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull);
+            size_t nonnull = 0, pslots = 0;
+            if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull, &pslots);
             if (!e) {
+                size_t from = c->nlev;
                 c->nlev += nv;
-                if (!c->levels_only) e = dec_values(r, c, &c->vals, enc, q, (size_t)(end - q), nonnull);
+                if (!c->levels_only)
+                    e = page_values(r, c, enc, q, (size_t)(end - q), from, nv, nonnull, pslots);
             }
         }
         fl_pq_page_header_free(&h);
@@ -1468,87 +1584,19 @@ static void null_fill(fl_vec_t *v, size_t n)
         for (uint32_t i = 0; i < v->n_children; i++) null_fill(&v->children[i], n);
 }
 
-static void set_bytes(fl_vec_t *v, const uint8_t *p, size_t n)
-{
-    if (n > v->bytes_cap || !v->bytes) {
-        v->bytes = fl_realloc(v->bytes, n ? n : 16);
-        v->bytes_cap = n ? n : 16;
-    }
-    if (n) memcpy(v->bytes, p, n);
-    v->bytes_len = n;
-}
-
+/* Leaf values were decoded into the vector by read_chunk; check the count. */
 static fl_err_t asm_leaf(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, size_t expect)
 {
     pq_col_t *c = pn->lev;
-    const pq_fnode_t *fn = pn->fn;
-    if (!c || c->levels_only || c->out != pn->exp) return fail(r, FL_ERR_INVALID, "internal: leaf binding");
-    const pq_vals_t *d = &c->vals;
-    size_t n = c->nlev, slots = 0;
-    const uint8_t *def = c->def;
-    uint8_t sd = (uint8_t)fn->slot_def, md = (uint8_t)c->max_def;
-    if (c->max_def == 0 || sd == 0) slots = n;
-    else
-        for (size_t i = 0; i < n; i++) slots += def[i] >= sd;
-    if (slots != expect) return fail(r, FL_ERR_INVALID, "column %u: %zu values where %zu expected", c->idx, slots, expect);
-    fl_vec_reserve(v, slots ? slots : 1);
-    size_t w = c->ow;
-    if (c->max_def == 0 && d->n != slots) return fail(r, FL_ERR_INVALID, "value count mismatch");
-    if (d->n == slots) { /* no nulls */
-        if (w) {
-            if (slots) memcpy(v->data, d->data, slots * w);
-        } else if (slots) {
-            memcpy(v->offsets, d->offs, (slots + 1) * sizeof *v->offsets);
-            set_bytes(v, d->bytes, d->blen);
-        } else {
-            v->offsets[0] = 0;
-            v->bytes_len = 0;
-        }
-        if (v->valid) memset(v->valid, 1, slots);
-        v->len = slots;
-        v->null_count = 0;
-        return FL_OK;
+    if (!c || c->levels_only || c->out != pn->exp || c->vec != v)
+        return fail(r, FL_ERR_INVALID, "internal: leaf binding");
+    if (v->len != expect)
+        return fail(r, FL_ERR_INVALID, "column %u: %zu values where %zu expected", c->idx, v->len, expect);
+    if (v->len == 0) { /* an empty page-less vector still has offsets[0] */
+        fl_vec_reserve(v, 1);
+        if (v->offsets) v->offsets[0] = 0;
+        v->bytes_len = 0;
     }
-    ensure_valid(v);
-    uint8_t *valid = v->valid;
-    size_t s = 0, vi = 0, nulls = 0;
-    if (w) {
-        uint8_t *dst = v->data;
-        for (size_t i = 0; i < n; i++) {
-            if (def[i] < sd) continue;
-            if (def[i] == md) {
-                if (vi >= d->n) return fail(r, FL_ERR_INVALID, "values run out");
-                memcpy(dst + s * w, d->data + vi * w, w);
-                vi++;
-                valid[s] = 1;
-            } else {
-                memset(dst + s * w, 0, w);
-                valid[s] = 0;
-                nulls++;
-            }
-            s++;
-        }
-    } else {
-        uint32_t *off = v->offsets;
-        off[0] = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (def[i] < sd) continue;
-            if (def[i] == md) {
-                if (vi >= d->n) return fail(r, FL_ERR_INVALID, "values run out");
-                vi++;
-                valid[s] = 1;
-            } else {
-                valid[s] = 0;
-                nulls++;
-            }
-            off[s + 1] = vi ? d->offs[vi] : 0;
-            s++;
-        }
-        set_bytes(v, d->bytes, d->blen);
-    }
-    if (vi != d->n) return fail(r, FL_ERR_INVALID, "column %u: value count mismatch", c->idx);
-    v->len = s;
-    v->null_count = nulls;
     return FL_OK;
 }
 
@@ -1627,6 +1675,17 @@ static fl_err_t asm_node(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, s
     return asm_leaf(r, pn, v, expect);
 }
 
+/* Each bound leaf column learns the output vector its values go to. */
+static void bind_vecs(const pq_pnode_t *pn, fl_vec_t *v)
+{
+    if (!pn->fn) return;
+    if (!fl_type_is_nested(pn->exp->kind)) {
+        if (pn->lev && pn->lev->out == pn->exp && v->field == pn->exp) pn->lev->vec = v;
+        return;
+    }
+    for (uint32_t k = 0; k < pn->n_kids && k < v->n_children; k++) bind_vecs(&pn->kids[k], &v->children[k]);
+}
+
 fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done)
 {
     *done = false;
@@ -1650,6 +1709,8 @@ fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done)
         r->next_rg++;
         return FL_OK;
     }
+    for (uint32_t i = 0; i < r->n_cols; i++) r->cols[i].vec = NULL;
+    for (uint32_t k = 0; k < r->proot.n_kids; k++) bind_vecs(&r->proot.kids[k], &out->children[k]);
     for (uint32_t i = 0; i < r->n_cols; i++) {
         if (!r->cols[i].needed) continue;
         fl_err_t e = read_chunk(r, rg, &r->cols[i]);
