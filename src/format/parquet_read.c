@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "base/limits.h"
 #include "base/mem.h"
@@ -190,6 +191,20 @@ static uint8_t *grow_bytes(uint8_t *p, size_t *cap, size_t need)
     p = fl_realloc(p, c + SLACK);
     *cap = c;
     return p;
+}
+
+/* About to write [p, p+n) of a large buffer: fault its pages in with one call
+ * rather than one trap per page. Advice only; failures are ignored. */
+static void prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (!p || n < (64u << 10)) return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t len)
@@ -1050,6 +1065,7 @@ static fl_err_t dec_plain(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const ui
         }
         if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
         v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
+        prefault(v->bytes + v->blen, total);
         uint8_t *bp = v->bytes;
         size_t bl = v->blen, vn = v->n;
         q = p;
@@ -1118,6 +1134,7 @@ static fl_err_t dec_dict(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const uin
     for (size_t i = 0; i < m; i++) total += d->offs[idx[i] + 1] - d->offs[idx[i]];
     if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
     v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
+    prefault(v->bytes + v->blen, total);
     uint8_t *bp = v->bytes;
     size_t bl = v->blen, vn = v->n;
     for (size_t i = 0; i < m; i++) {
@@ -1399,6 +1416,9 @@ static fl_err_t page_values(fl_pq_reader_t *r, pq_col_t *c, int enc, const uint8
     fl_vec_t *v = c->vec;
     if (!v || v->field != c->out) return fail(r, FL_ERR_INVALID, "internal: no output vector");
     fl_vec_reserve(v, pslots + 1);
+    if (c->ow) prefault(v->data + v->len * c->ow, pslots * c->ow);
+    if (v->offsets) prefault(v->offsets + v->len, (pslots + 1) * sizeof *v->offsets);
+    if (v->valid) prefault(v->valid + v->len, pslots);
     pq_vals_t b;
     vec_borrow(&b, v, c->ow);
     fl_err_t e = dec_values(r, c, &b, enc, p, n, nonnull);
