@@ -1483,6 +1483,7 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
     if (c->max_rep == 0 && total_nv != (size_t)rg->num_rows)
         return fail(r, FL_ERR_INVALID, "column chunk value count differs from row count");
     r->chunk = grow_bytes(r->chunk, &r->chunk_cap, (size_t)len);
+    prefault(r->chunk, (size_t)len);
     fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)len);
     if (e) return fail(r, e, "read failed");
     c->nlev = 0;
@@ -1531,7 +1532,11 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
                 e = fail(r, FL_ERR_INVALID, "page value count beyond the column chunk");
             size_t nv = nv32 > 0 ? (size_t)nv32 : 0;
             const uint8_t *q = NULL, *end = NULL;
-            if (!e) grow_levels(c, nv);
+            if (!e) {
+                grow_levels(c, nv);
+                prefault(c->def + c->nlev, nv);
+                if (c->max_rep > 0) prefault(c->rep + c->nlev, nv);
+            }
             if (!e && !v2) {
                 if (!(e = get_page_data(r, codec, pg, csize, usize, true, &r->page, &r->page_cap, &data))) {
                     q = data;
