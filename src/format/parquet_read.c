@@ -1299,26 +1299,17 @@ static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t
     size_t nn = 0, ns = 0;
     if (c->max_def == 0) nn = ns = to - from;
     else {
-        const uint8_t *d = c->def;
+        const uint8_t *d = c->def + from;
         uint8_t md = (uint8_t)c->max_def, sd = (uint8_t)c->slot_def;
-        if (sd == 0) {
-            ns = to - from;
-            for (size_t i = from; i < to; i++) nn += d[i] == md;
-        } else
-            for (size_t i = from; i < to; i++) {
-                nn += d[i] == md;
-                ns += d[i] >= sd;
-            }
+        nn = fl_pq_count_ge(d, to - from, md); /* levels never exceed max_def */
+        ns = sd == 0 ? to - from : fl_pq_count_ge(d, to - from, sd);
     }
     if (c->max_rep > 0) {
         const uint8_t *rp = c->rep;
         if (from == 0 && to > 0 && rp[0] != 0)
             return fail(r, FL_ERR_INVALID, "column chunk starts inside a record");
-        for (size_t i = from; i < to; i++) {
-            uint8_t rl = rp[i];
-            if (rl && c->def[i] < c->rep_def[rl])
-                return fail(r, FL_ERR_INVALID, "repetition and definition levels disagree");
-        }
+        if (fl_pq_levels_disagree(rp + from, c->def + from, to - from, c->rep_def, c->max_rep))
+            return fail(r, FL_ERR_INVALID, "repetition and definition levels disagree");
     }
     *nonnull = nn;
     *slots = ns;
@@ -1383,7 +1374,7 @@ static void spread_page(pq_col_t *c, fl_vec_t *v, size_t from, size_t nv, size_t
     }
     uint8_t *valid = v->valid + s0;
     if (pslots == nv)
-        for (size_t i = 0; i < nv; i++) valid[i] = def[i] == md;
+        fl_pq_mask_ge(def, nv, md, valid);
     else
         for (size_t i = 0, s = 0; i < nv; i++)
             if (def[i] >= sd) valid[s++] = def[i] == md;
@@ -1640,7 +1631,13 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
     ensure_valid(v);
     uint8_t *valid = v->valid;
     size_t s = 0, nulls = 0;
-    if (v->field->kind == FL_TYPE_STRUCT) {
+    if (v->field->kind == FL_TYPE_STRUCT && !rep && (no_def || sd == 0)) { /* a slot per entry */
+        if (n != expect)
+            return fail(r, FL_ERR_INVALID, "struct has %s slots than expected", n > expect ? "more" : "fewer");
+        if (no_def || pd == 0) memset(valid, 1, n);
+        else nulls = n - fl_pq_mask_ge(def, n, (uint8_t)pd, valid);
+        s = n;
+    } else if (v->field->kind == FL_TYPE_STRUCT) {
         for (size_t i = 0; i < n; i++) {
             int rl = rep ? rep[i] : 0, dl = no_def ? 0 : def[i];
             if (rl > R || dl < sd) continue;
@@ -1650,6 +1647,8 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
             nulls += !ok;
         }
         if (s != expect) return fail(r, FL_ERR_INVALID, "struct has fewer slots than expected");
+    }
+    if (v->field->kind == FL_TYPE_STRUCT) {
         v->len = s;
         v->null_count = nulls;
         for (uint32_t k = 0; k < pn->n_kids; k++) {
