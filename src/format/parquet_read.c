@@ -182,7 +182,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 /* Byte buffers values are copied from or to keep SLACK readable/writable bytes
  * past their capacity, so short values can be copied with one fixed-size move. */
-#define SLACK 32
+#define SLACK 64
 static uint8_t *grow_bytes(uint8_t *p, size_t *cap, size_t need)
 {
     if (need <= *cap && p) return p;
@@ -210,6 +210,8 @@ static void prefault(void *p, size_t n)
 static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t len)
 {
     if (len <= 16) memcpy(dst, src, 16);
+    else if (len <= 32) memcpy(dst, src, 32);
+    else if (len <= SLACK) memcpy(dst, src, SLACK);
     else memcpy(dst, src, len);
 }
 
@@ -1108,40 +1110,48 @@ static fl_err_t dec_dict(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const uin
     uint32_t dn = (uint32_t)d->n;
     const uint32_t *idx = r->idx;
     uint32_t bad = 0;
-    for (size_t i = 0; i < m; i++) bad |= idx[i] >= dn;
-    if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
-    if (c->ow) {
-        uint8_t *dst = v->data + v->n * c->ow;
-        const uint8_t *s = d->data;
-        switch (c->ow) {
-        case 4:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 4 * i, s + 4 * (size_t)idx[i], 4);
-            break;
-        case 8:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 8 * i, s + 8 * (size_t)idx[i], 8);
-            break;
-        case 16:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 16 * i, s + 16 * (size_t)idx[i], 16);
-            break;
-        default:
-            for (size_t i = 0; i < m; i++) memcpy(dst + c->ow * i, d->data + c->ow * idx[i], c->ow);
+    if (m && dn == 0) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
+    if (c->ow) { /* out-of-range indices read entry 0 and fail the page afterwards */
+        uint8_t *restrict dst = v->data + v->n * c->ow;
+        const uint8_t *restrict s = d->data;
+        size_t w = c->ow;
+#define GATHER(W)                                                           \
+        for (size_t i = 0; i < m; i++) {                                    \
+            uint32_t j = idx[i], ok = j < dn;                               \
+            bad |= !ok;                                                     \
+            memcpy(dst + (W) * i, s + (W) * (size_t)(ok ? j : 0), (W));     \
         }
+        if (w == 4) GATHER(4)
+        else if (w == 8) GATHER(8)
+        else if (w == 16) GATHER(16)
+        else GATHER(w)
+#undef GATHER
+        if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
         v->n += m;
         return FL_OK;
     }
-    /* bytes: size first, then copy */
+    /* bytes: check and size first, then copy */
+    const uint32_t *restrict doffs = d->offs;
     size_t total = 0;
-    for (size_t i = 0; i < m; i++) total += d->offs[idx[i] + 1] - d->offs[idx[i]];
+    for (size_t i = 0; i < m; i++) {
+        uint32_t j = idx[i], ok = j < dn;
+        bad |= !ok;
+        j = ok ? j : 0;
+        total += doffs[j + 1] - doffs[j];
+    }
+    if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
     if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
     v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
     prefault(v->bytes + v->blen, total);
-    uint8_t *bp = v->bytes;
+    uint8_t *restrict bp = v->bytes;
+    const uint8_t *restrict db = d->bytes;
+    uint32_t *restrict vo = v->offs;
     size_t bl = v->blen, vn = v->n;
     for (size_t i = 0; i < m; i++) {
-        uint32_t a = d->offs[idx[i]], len = d->offs[idx[i] + 1] - a;
-        copy_short(bp + bl, d->bytes + a, len);
+        uint32_t a = doffs[idx[i]], len = doffs[idx[i] + 1] - a;
+        copy_short(bp + bl, db + a, len);
         bl += len;
-        v->offs[++vn] = (uint32_t)bl;
+        vo[++vn] = (uint32_t)bl;
     }
     v->blen = bl;
     v->n = vn;
