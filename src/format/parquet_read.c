@@ -924,11 +924,26 @@ static inline fl_err_t add_bytes(pq_vals_t *v, const uint8_t *p, size_t len)
     return FL_OK;
 }
 
+/* big-endian two's complement of 1..8 bytes, sign-extended */
+static inline int64_t be_int(const uint8_t *p, size_t len)
+{
+    uint8_t b[8] = { 0 };
+    memcpy(b + 8 - len, p, len);
+    uint64_t x;
+    memcpy(&x, b, 8);
+    x = __builtin_bswap64(x);
+    unsigned sh = (unsigned)(64 - 8 * len);
+    return (int64_t)(x << sh) >> sh;
+}
+
 static inline __int128 be_dec(const uint8_t *p, size_t len)
 {
-    unsigned __int128 u = (len && (p[0] & 0x80)) ? ~(unsigned __int128)0 : 0;
-    for (size_t k = 0; k < len; k++) u = (u << 8) | p[k];
-    return (__int128)u;
+    if (len == 0) return 0;
+    if (len <= 8) return be_int(p, len);
+    uint64_t lo;
+    memcpy(&lo, p + len - 8, 8);
+    lo = __builtin_bswap64(lo);
+    return (__int128)((unsigned __int128)(__int128)be_int(p, len - 8) << 64 | lo);
 }
 
 /* one byte-array (or FLBA) value into v */
@@ -959,6 +974,16 @@ static int64_t floordiv64(int64_t a, int64_t b)
 /* m fixed-width physical values at src (pw each) into v, converted */
 static fl_err_t conv_fixed(pq_col_t *c, pq_vals_t *v, const uint8_t *src, size_t m)
 {
+    if (c->conv == CV_BE_DEC && c->phys == FL_PQ_FIXED_LEN_BYTE_ARRAY && c->ow == 16 && c->pw <= 16) {
+        uint8_t *dst = v->data + v->n * 16;
+        size_t pw = c->pw;
+        for (size_t i = 0; i < m; i++) {
+            __int128 x = be_dec(src + i * pw, pw);
+            memcpy(dst + 16 * i, &x, 16);
+        }
+        v->n += m;
+        return FL_OK;
+    }
     if (c->conv == CV_BYTES || (c->conv == CV_BE_DEC && c->phys == FL_PQ_FIXED_LEN_BYTE_ARRAY)) {
         for (size_t i = 0; i < m; i++) {
             fl_err_t e = emit_ba(c, v, src + i * c->pw, c->pw);
@@ -1637,7 +1662,7 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
     const uint8_t *def = c->def, *rep = c->max_rep ? c->rep : NULL;
     bool no_def = c->max_def == 0;
     int R = fn->R, sd = fn->slot_def, pd = fn->def;
-    fl_vec_reserve(v, expect ? expect : 1);
+    fl_vec_reserve(v, expect + 1);
     ensure_valid(v);
     uint8_t *valid = v->valid;
     size_t s = 0, nulls = 0;
@@ -1673,21 +1698,24 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
     uint32_t *off = v->offsets;
     size_t elems = 0;
     off[0] = 0;
+    if (n >= UINT32_MAX) return fail(r, FL_ERR_TOO_LARGE, "too many list elements");
+    /* One branch-free pass. Every entry stores at the next slot position,
+     * min(s, expect) (within the cap >= expect + 1 reserved above), which
+     * only a slot entry then claims; the counts are checked after the loop. */
+    bool orphan = false;
     for (size_t i = 0; i < n; i++) {
         int rl = rep ? rep[i] : 0, dl = no_def ? 0 : def[i];
-        if (rl <= R && dl >= sd) {
-            if (s >= expect) return fail(r, FL_ERR_INVALID, "list has more slots than expected");
-            off[s] = (uint32_t)elems;
-            bool ok = dl >= pd;
-            valid[s++] = ok;
-            nulls += !ok;
-        }
-        if (rl <= Re && dl >= sde) {
-            if (s == 0) return fail(r, FL_ERR_INVALID, "list element outside a list");
-            if (elems >= UINT32_MAX) return fail(r, FL_ERR_TOO_LARGE, "too many list elements");
-            elems++;
-        }
+        bool slot = rl <= R && dl >= sd, ok = dl >= pd, elem = rl <= Re && dl >= sde;
+        size_t w = s < expect ? s : expect;
+        off[w] = (uint32_t)elems;
+        valid[w] = ok;
+        s += slot;
+        nulls += slot & !ok;
+        orphan |= elem & (s == 0);
+        elems += elem;
     }
+    if (orphan) return fail(r, FL_ERR_INVALID, "list element outside a list");
+    if (s > expect) return fail(r, FL_ERR_INVALID, "list has more slots than expected");
     if (s != expect) return fail(r, FL_ERR_INVALID, "list has fewer slots than expected");
     off[s] = (uint32_t)elems;
     v->len = s;
