@@ -12,10 +12,12 @@
  * bound nested field, one leaf column whose levels drive its assembly.
  *
  * Reading a row group: each needed column chunk is read whole, its pages are
- * decompressed and decoded into dense arrays (levels: one byte per entry;
- * values: non-null values only, already converted to the output layout).
- * Assembly then walks the expected tree: a node's slots are the entries of
- * its level column with rep <= R and def >= slot_def, valid where
+ * decompressed, levels decoded into one byte per entry, and values decoded
+ * (converted to the output layout) straight into the leaf's output vector:
+ * a page's present values land densely and are then spread in place over
+ * its slots, nulls zero-filled. Output ranges are prefaulted before a page
+ * fills them. Assembly then walks the expected tree: a node's slots are the
+ * entries of its level column with rep <= R and def >= slot_def, valid where
  * def >= def; a list's elements are counted the same way one level down.
  * Every count is cross-checked (struct children = parent slots, list element
  * totals, values consumed = values decoded), so inconsistent levels across
