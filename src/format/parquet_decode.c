@@ -267,3 +267,83 @@ void fl_pq_bss_decode(const uint8_t *p, size_t count, size_t w, uint8_t *out)
         for (size_t i = 0; i < count; i++) out[i * w + k] = s[i];
     }
 }
+
+/* ---- level scans: 16 bytes at a time with GCC/Clang vector extensions ---- */
+
+typedef uint8_t v16u8 __attribute__((vector_size(16)));
+
+static inline v16u8 load16(const uint8_t *p)
+{
+    v16u8 x;
+    memcpy(&x, p, 16);
+    return x;
+}
+
+/* sum of the 16 byte lanes (each at most 255) */
+static inline size_t lane_sum(v16u8 acc)
+{
+    uint64_t w[2];
+    memcpy(w, &acc, 16);
+    size_t s = 0;
+    for (int k = 0; k < 2; k++) {
+        uint64_t x = (w[k] & 0x00ff00ff00ff00ffull) + ((w[k] >> 8) & 0x00ff00ff00ff00ffull);
+        s += (size_t)((x * 0x0001000100010001ull) >> 48);
+    }
+    return s;
+}
+
+size_t fl_pq_count_ge(const uint8_t *p, size_t n, uint8_t v)
+{
+    size_t c = 0, i = 0;
+    v16u8 vv = (v16u8){ 0 } + v;
+    while (n - i >= 16) {
+        size_t blocks = (n - i) / 16;
+        if (blocks > 255) blocks = 255;
+        v16u8 acc = { 0 };
+        for (size_t b = 0; b < blocks; b++, i += 16) acc -= (v16u8)(load16(p + i) >= vv);
+        c += lane_sum(acc);
+    }
+    for (; i < n; i++) c += p[i] >= v;
+    return c;
+}
+
+size_t fl_pq_mask_ge(const uint8_t *p, size_t n, uint8_t v, uint8_t *out)
+{
+    size_t c = 0, i = 0;
+    v16u8 vv = (v16u8){ 0 } + v, one = (v16u8){ 0 } + 1;
+    while (n - i >= 16) {
+        size_t blocks = (n - i) / 16;
+        if (blocks > 255) blocks = 255;
+        v16u8 acc = { 0 };
+        for (size_t b = 0; b < blocks; b++, i += 16) {
+            v16u8 m = (v16u8)(load16(p + i) >= vv) & one;
+            memcpy(out + i, &m, 16);
+            acc += m;
+        }
+        c += lane_sum(acc);
+    }
+    for (; i < n; i++) {
+        out[i] = p[i] >= v;
+        c += out[i];
+    }
+    return c;
+}
+
+bool fl_pq_levels_disagree(const uint8_t *rep, const uint8_t *def, size_t n, const int16_t *rep_def,
+                           int max_rep)
+{
+    for (int l = 1; l <= max_rep; l++) {
+        if (rep_def[l] <= 0) continue; /* nothing is below it */
+        uint8_t rd = rep_def[l] > 255 ? 255 : (uint8_t)rep_def[l];
+        v16u8 lv = (v16u8){ 0 } + (uint8_t)l, dv = (v16u8){ 0 } + rd, bad = { 0 };
+        size_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            bad |= (v16u8)(load16(rep + i) == lv) & (v16u8)(load16(def + i) < dv);
+        uint64_t w[2];
+        memcpy(w, &bad, 16);
+        if (w[0] | w[1]) return true;
+        for (; i < n; i++)
+            if (rep[i] == l && def[i] < rd) return true;
+    }
+    return false;
+}

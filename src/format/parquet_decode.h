@@ -5,6 +5,7 @@
  * input gives FL_ERR_INVALID. No allocation; any thread. */
 #ifndef FL_FORMAT_PARQUET_DECODE_H
 #define FL_FORMAT_PARQUET_DECODE_H
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "base/err.h"
@@ -41,6 +42,14 @@ fl_err_t fl_pq_delta_decode(const uint8_t *p, size_t n, int64_t *out, size_t cap
 /* BYTE_STREAM_SPLIT: count values of width w from p (count * w bytes) into
  * out (count * w bytes, values contiguous). */
 void fl_pq_bss_decode(const uint8_t *p, size_t count, size_t w, uint8_t *out);
+
+/* Level scans over n one-byte levels: how many are >= v; the same with
+ * out[i] = (p[i] >= v) written as 0/1; whether any entry repeats at level l
+ * (1..max_rep) with a definition level below rep_def[l]. */
+size_t fl_pq_count_ge(const uint8_t *p, size_t n, uint8_t v);
+size_t fl_pq_mask_ge(const uint8_t *p, size_t n, uint8_t v, uint8_t *out);
+bool fl_pq_levels_disagree(const uint8_t *rep, const uint8_t *def, size_t n, const int16_t *rep_def,
+                           int max_rep);
 
 /* Unsigned LEB128 varint of at most 10 bytes; FL_ERR_INVALID if truncated or too long. */
 fl_err_t fl_pq_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *out);

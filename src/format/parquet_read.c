@@ -12,10 +12,12 @@
  * bound nested field, one leaf column whose levels drive its assembly.
  *
  * Reading a row group: each needed column chunk is read whole, its pages are
- * decompressed and decoded into dense arrays (levels: one byte per entry;
- * values: non-null values only, already converted to the output layout).
- * Assembly then walks the expected tree: a node's slots are the entries of
- * its level column with rep <= R and def >= slot_def, valid where
+ * decompressed, levels decoded into one byte per entry, and values decoded
+ * (converted to the output layout) straight into the leaf's output vector:
+ * a page's present values land densely and are then spread in place over
+ * its slots, nulls zero-filled. Output ranges are prefaulted before a page
+ * fills them. Assembly then walks the expected tree: a node's slots are the
+ * entries of its level column with rep <= R and def >= slot_def, valid where
  * def >= def; a list's elements are counted the same way one level down.
  * Every count is cross-checked (struct children = parent slots, list element
  * totals, values consumed = values decoded), so inconsistent levels across
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include "base/limits.h"
 #include "base/mem.h"
@@ -103,10 +106,12 @@ typedef struct pq_col {
     size_t ow;                  /* output width, 0 for byte outputs */
     int conv;
     int64_t k;                  /* CV_*_MUL / DIV factor; CV_INT96: 1 = keep nanos */
+    int16_t slot_def;           /* def level at which the output leaf has a slot */
     /* per row group */
+    fl_vec_t *vec;              /* the output leaf vector values are decoded into */
     uint8_t *def, *rep;
     size_t nlev, levcap;
-    pq_vals_t vals, dict;
+    pq_vals_t dict;
     bool has_dict;
 } pq_col_t;
 
@@ -179,7 +184,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 
 /* Byte buffers values are copied from or to keep SLACK readable/writable bytes
  * past their capacity, so short values can be copied with one fixed-size move. */
-#define SLACK 32
+#define SLACK 64
 static uint8_t *grow_bytes(uint8_t *p, size_t *cap, size_t need)
 {
     if (need <= *cap && p) return p;
@@ -190,9 +195,25 @@ static uint8_t *grow_bytes(uint8_t *p, size_t *cap, size_t need)
     return p;
 }
 
+/* About to write [p, p+n) of a large buffer: fault its pages in with one call
+ * rather than one trap per page. Advice only; failures are ignored. */
+static void prefault(void *p, size_t n)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (!p || n < (64u << 10)) return;
+    uintptr_t a = (uintptr_t)p & ~(uintptr_t)4095, e = ((uintptr_t)p + n + 4095) & ~(uintptr_t)4095;
+    (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static inline void copy_short(uint8_t *dst, const uint8_t *src, size_t len)
 {
     if (len <= 16) memcpy(dst, src, 16);
+    else if (len <= 32) memcpy(dst, src, 32);
+    else if (len <= SLACK) memcpy(dst, src, SLACK);
     else memcpy(dst, src, len);
 }
 
@@ -612,7 +633,6 @@ void fl_pq_reader_free(fl_pq_reader_t *r)
     for (uint32_t i = 0; r->cols && i < r->n_cols; i++) {
         free(r->cols[i].def);
         free(r->cols[i].rep);
-        vals_free(&r->cols[i].vals);
         vals_free(&r->cols[i].dict);
     }
     free(r->cols);
@@ -811,6 +831,7 @@ static fl_err_t bind(fl_pq_reader_t *r, pq_pnode_t *pn, const fl_field_t *exp,
                         exp->id, exp->name ? exp->name : "", fl_type_name(ff->kind),
                         fl_type_name(exp->kind));
         c->out = exp;
+        c->slot_def = fn->slot_def;
         c->needed = true;
         c->levels_only = false;
         return FL_OK;
@@ -905,11 +926,26 @@ static inline fl_err_t add_bytes(pq_vals_t *v, const uint8_t *p, size_t len)
     return FL_OK;
 }
 
+/* big-endian two's complement of 1..8 bytes, sign-extended */
+static inline int64_t be_int(const uint8_t *p, size_t len)
+{
+    uint8_t b[8] = { 0 };
+    memcpy(b + 8 - len, p, len);
+    uint64_t x;
+    memcpy(&x, b, 8);
+    x = __builtin_bswap64(x);
+    unsigned sh = (unsigned)(64 - 8 * len);
+    return (int64_t)(x << sh) >> sh;
+}
+
 static inline __int128 be_dec(const uint8_t *p, size_t len)
 {
-    unsigned __int128 u = (len && (p[0] & 0x80)) ? ~(unsigned __int128)0 : 0;
-    for (size_t k = 0; k < len; k++) u = (u << 8) | p[k];
-    return (__int128)u;
+    if (len == 0) return 0;
+    if (len <= 8) return be_int(p, len);
+    uint64_t lo;
+    memcpy(&lo, p + len - 8, 8);
+    lo = __builtin_bswap64(lo);
+    return (__int128)((unsigned __int128)(__int128)be_int(p, len - 8) << 64 | lo);
 }
 
 /* one byte-array (or FLBA) value into v */
@@ -940,6 +976,16 @@ static int64_t floordiv64(int64_t a, int64_t b)
 /* m fixed-width physical values at src (pw each) into v, converted */
 static fl_err_t conv_fixed(pq_col_t *c, pq_vals_t *v, const uint8_t *src, size_t m)
 {
+    if (c->conv == CV_BE_DEC && c->phys == FL_PQ_FIXED_LEN_BYTE_ARRAY && c->ow == 16 && c->pw <= 16) {
+        uint8_t *dst = v->data + v->n * 16;
+        size_t pw = c->pw;
+        for (size_t i = 0; i < m; i++) {
+            __int128 x = be_dec(src + i * pw, pw);
+            memcpy(dst + 16 * i, &x, 16);
+        }
+        v->n += m;
+        return FL_OK;
+    }
     if (c->conv == CV_BYTES || (c->conv == CV_BE_DEC && c->phys == FL_PQ_FIXED_LEN_BYTE_ARRAY)) {
         for (size_t i = 0; i < m; i++) {
             fl_err_t e = emit_ba(c, v, src + i * c->pw, c->pw);
@@ -1048,6 +1094,7 @@ static fl_err_t dec_plain(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const ui
         }
         if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
         v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
+        prefault(v->bytes + v->blen, total);
         uint8_t *bp = v->bytes;
         size_t bl = v->blen, vn = v->n;
         q = p;
@@ -1090,39 +1137,48 @@ static fl_err_t dec_dict(fl_pq_reader_t *r, pq_col_t *c, pq_vals_t *v, const uin
     uint32_t dn = (uint32_t)d->n;
     const uint32_t *idx = r->idx;
     uint32_t bad = 0;
-    for (size_t i = 0; i < m; i++) bad |= idx[i] >= dn;
-    if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
-    if (c->ow) {
-        uint8_t *dst = v->data + v->n * c->ow;
-        const uint8_t *s = d->data;
-        switch (c->ow) {
-        case 4:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 4 * i, s + 4 * (size_t)idx[i], 4);
-            break;
-        case 8:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 8 * i, s + 8 * (size_t)idx[i], 8);
-            break;
-        case 16:
-            for (size_t i = 0; i < m; i++) memcpy(dst + 16 * i, s + 16 * (size_t)idx[i], 16);
-            break;
-        default:
-            for (size_t i = 0; i < m; i++) memcpy(dst + c->ow * i, d->data + c->ow * idx[i], c->ow);
+    if (m && dn == 0) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
+    if (c->ow) { /* out-of-range indices read entry 0 and fail the page afterwards */
+        uint8_t *restrict dst = v->data + v->n * c->ow;
+        const uint8_t *restrict s = d->data;
+        size_t w = c->ow;
+#define GATHER(W)                                                           \
+        for (size_t i = 0; i < m; i++) {                                    \
+            uint32_t j = idx[i], ok = j < dn;                               \
+            bad |= !ok;                                                     \
+            memcpy(dst + (W) * i, s + (W) * (size_t)(ok ? j : 0), (W));     \
         }
+        if (w == 4) GATHER(4)
+        else if (w == 8) GATHER(8)
+        else if (w == 16) GATHER(16)
+        else GATHER(w)
+#undef GATHER
+        if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
         v->n += m;
         return FL_OK;
     }
-    /* bytes: size first, then copy */
+    /* bytes: check and size first, then copy */
+    const uint32_t *restrict doffs = d->offs;
     size_t total = 0;
-    for (size_t i = 0; i < m; i++) total += d->offs[idx[i] + 1] - d->offs[idx[i]];
+    for (size_t i = 0; i < m; i++) {
+        uint32_t j = idx[i], ok = j < dn;
+        bad |= !ok;
+        j = ok ? j : 0;
+        total += doffs[j + 1] - doffs[j];
+    }
+    if (bad) return fail(r, FL_ERR_INVALID, "dictionary index out of range");
     if (total > UINT32_MAX - v->blen) return fail(r, FL_ERR_TOO_LARGE, "column chunk bytes over 4 GiB");
     v->bytes = grow_bytes(v->bytes, &v->bcap, v->blen + total);
-    uint8_t *bp = v->bytes;
+    prefault(v->bytes + v->blen, total);
+    uint8_t *restrict bp = v->bytes;
+    const uint8_t *restrict db = d->bytes;
+    uint32_t *restrict vo = v->offs;
     size_t bl = v->blen, vn = v->n;
     for (size_t i = 0; i < m; i++) {
-        uint32_t a = d->offs[idx[i]], len = d->offs[idx[i] + 1] - a;
-        copy_short(bp + bl, d->bytes + a, len);
+        uint32_t a = doffs[idx[i]], len = doffs[idx[i] + 1] - a;
+        copy_short(bp + bl, db + a, len);
         bl += len;
-        v->offs[++vn] = (uint32_t)bl;
+        vo[++vn] = (uint32_t)bl;
     }
     v->blen = bl;
     v->n = vn;
@@ -1272,27 +1328,135 @@ static fl_err_t decode_levels_v1(fl_pq_reader_t *r, int enc, const uint8_t **q, 
     return fail(r, FL_ERR_INVALID, "unsupported level encoding %d", enc);
 }
 
-/* Check levels of entries [from, to) and count the present values. */
-static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t to, size_t *nonnull)
+/* Check levels of entries [from, to), count the present values and the
+ * output slots (entries with def >= slot_def). */
+static fl_err_t check_levels(fl_pq_reader_t *r, pq_col_t *c, size_t from, size_t to, size_t *nonnull,
+                             size_t *slots)
 {
-    size_t nn = 0;
-    if (c->max_def == 0) nn = to - from;
+    size_t nn = 0, ns = 0;
+    if (c->max_def == 0) nn = ns = to - from;
     else {
-        const uint8_t *d = c->def;
-        uint8_t md = (uint8_t)c->max_def;
-        for (size_t i = from; i < to; i++) nn += d[i] == md;
+        const uint8_t *d = c->def + from;
+        uint8_t md = (uint8_t)c->max_def, sd = (uint8_t)c->slot_def;
+        nn = fl_pq_count_ge(d, to - from, md); /* levels never exceed max_def */
+        ns = sd == 0 ? to - from : fl_pq_count_ge(d, to - from, sd);
     }
     if (c->max_rep > 0) {
         const uint8_t *rp = c->rep;
         if (from == 0 && to > 0 && rp[0] != 0)
             return fail(r, FL_ERR_INVALID, "column chunk starts inside a record");
-        for (size_t i = from; i < to; i++) {
-            uint8_t rl = rp[i];
-            if (rl && c->def[i] < c->rep_def[rl])
-                return fail(r, FL_ERR_INVALID, "repetition and definition levels disagree");
-        }
+        if (fl_pq_levels_disagree(rp + from, c->def + from, to - from, c->rep_def, c->max_rep))
+            return fail(r, FL_ERR_INVALID, "repetition and definition levels disagree");
     }
     *nonnull = nn;
+    *slots = ns;
+    return FL_OK;
+}
+
+/* The output vector's buffers as a pq_vals_t the decoders append to (values
+ * from slot v->len on); vec_return hands back whatever they grew into. The
+ * bytes buffer keeps SLACK bytes past the capacity the decoders see. */
+static void vec_borrow(pq_vals_t *b, fl_vec_t *v, size_t ow)
+{
+    memset(b, 0, sizeof *b);
+    b->n = v->len;
+    b->cap = v->cap;
+    b->data = v->data;
+    b->offs = v->offsets;
+    b->ocap = v->offsets ? v->cap + 1 : 0;
+    if (!ow) {
+        if (!v->bytes || v->bytes_cap < 1024 + SLACK) {
+            v->bytes = fl_realloc(v->bytes, 1024 + SLACK);
+            v->bytes_cap = 1024 + SLACK;
+        }
+        b->bytes = v->bytes;
+        b->bcap = v->bytes_cap - SLACK;
+        b->blen = v->bytes_len;
+    }
+}
+
+static void vec_return(fl_vec_t *v, const pq_vals_t *b)
+{
+    v->data = b->data;
+    v->offsets = b->offs;
+    if (b->bytes) {
+        v->bytes = b->bytes;
+        v->bytes_cap = b->bcap + SLACK;
+        v->bytes_len = b->blen;
+    }
+}
+
+#define SPREAD_FIXED(W)                                                     \
+    while (i > k) {                                                         \
+        i--;                                                                \
+        if (valid[i]) {                                                     \
+            k--;                                                            \
+            memcpy(d + i * (W), d + k * (W), (W));                          \
+        } else                                                              \
+            memset(d + i * (W), 0, (W));                                    \
+    }
+
+/* A page's nonnull values sit densely from slot v->len on; spread them over
+ * its pslots slots (back to front, in place), zero-filling nulls, and set the
+ * validity bytes from the page's definition levels (entries [from, from+nv)). */
+static void spread_page(pq_col_t *c, fl_vec_t *v, size_t from, size_t nv, size_t nonnull,
+                        size_t pslots)
+{
+    const uint8_t *def = c->def + from;
+    uint8_t sd = (uint8_t)c->slot_def, md = (uint8_t)c->max_def;
+    size_t s0 = v->len;
+    if (!v->valid) {
+        v->valid = fl_malloc(v->cap ? v->cap : 1);
+        memset(v->valid, 1, s0);
+    }
+    uint8_t *valid = v->valid + s0;
+    if (pslots == nv)
+        fl_pq_mask_ge(def, nv, md, valid);
+    else
+        for (size_t i = 0, s = 0; i < nv; i++)
+            if (def[i] >= sd) valid[s++] = def[i] == md;
+    size_t i = pslots, k = nonnull; /* k: values in slots [0, i) */
+    size_t w = c->ow;
+    if (w) {
+        uint8_t *d = v->data + s0 * w;
+        switch (w) {
+        case 1: SPREAD_FIXED(1); break;
+        case 4: SPREAD_FIXED(4); break;
+        case 8: SPREAD_FIXED(8); break;
+        case 16: SPREAD_FIXED(16); break;
+        default: SPREAD_FIXED(w); break;
+        }
+    } else {
+        uint32_t *off = v->offsets + s0; /* off[j]: end of the j-th value (off[0]: start) */
+        while (i > k) {
+            i--;
+            off[i + 1] = off[k];
+            k -= valid[i];
+        }
+    }
+}
+
+/* Decode a data page's nonnull values straight into the column's output
+ * vector, then lay them out over the page's pslots slots. */
+static fl_err_t page_values(fl_pq_reader_t *r, pq_col_t *c, int enc, const uint8_t *p, size_t n,
+                            size_t from, size_t nv, size_t nonnull, size_t pslots)
+{
+    fl_vec_t *v = c->vec;
+    if (!v || v->field != c->out) return fail(r, FL_ERR_INVALID, "internal: no output vector");
+    fl_vec_reserve(v, pslots + 1);
+    if (c->ow) prefault(v->data + v->len * c->ow, pslots * c->ow);
+    if (v->offsets) prefault(v->offsets + v->len, (pslots + 1) * sizeof *v->offsets);
+    if (v->valid) prefault(v->valid + v->len, pslots);
+    pq_vals_t b;
+    vec_borrow(&b, v, c->ow);
+    fl_err_t e = dec_values(r, c, &b, enc, p, n, nonnull);
+    vec_return(v, &b);
+    if (e) return e;
+    if (b.n != v->len + nonnull) return fail(r, FL_ERR_INVALID, "internal: value count");
+    if (nonnull != pslots) spread_page(c, v, from, nv, nonnull, pslots);
+    else if (v->valid) memset(v->valid + v->len, 1, pslots);
+    v->len += pslots;
+    v->null_count += pslots - nonnull;
     return FL_OK;
 }
 
@@ -1347,11 +1511,10 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
     if (c->max_rep == 0 && total_nv != (size_t)rg->num_rows)
         return fail(r, FL_ERR_INVALID, "column chunk value count differs from row count");
     r->chunk = grow_bytes(r->chunk, &r->chunk_cap, (size_t)len);
+    prefault(r->chunk, (size_t)len);
     fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)len);
     if (e) return fail(r, e, "read failed");
     c->nlev = 0;
-    c->vals.n = 0;
-    c->vals.blen = 0;
     c->dict.n = 0;
     c->dict.blen = 0;
     c->has_dict = false;
@@ -1397,7 +1560,11 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
                 e = fail(r, FL_ERR_INVALID, "page value count beyond the column chunk");
             size_t nv = nv32 > 0 ? (size_t)nv32 : 0;
             const uint8_t *q = NULL, *end = NULL;
-            if (!e) grow_levels(c, nv);
+            if (!e) {
+                grow_levels(c, nv);
+                prefault(c->def + c->nlev, nv);
+                if (c->max_rep > 0) prefault(c->rep + c->nlev, nv);
+            }
             if (!e && !v2) {
                 if (!(e = get_page_data(r, codec, pg, csize, usize, true, &r->page, &r->page_cap, &data))) {
                     q = data;
@@ -1433,11 +1600,13 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
                     }
                 }
             }
-            size_t nonnull = 0;
-            if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull);
+            size_t nonnull = 0, pslots = 0;
+            if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull, &pslots);
             if (!e) {
+                size_t from = c->nlev;
                 c->nlev += nv;
-                if (!c->levels_only) e = dec_values(r, c, &c->vals, enc, q, (size_t)(end - q), nonnull);
+                if (!c->levels_only)
+                    e = page_values(r, c, enc, q, (size_t)(end - q), from, nv, nonnull, pslots);
             }
         }
         fl_pq_page_header_free(&h);
@@ -1468,87 +1637,19 @@ static void null_fill(fl_vec_t *v, size_t n)
         for (uint32_t i = 0; i < v->n_children; i++) null_fill(&v->children[i], n);
 }
 
-static void set_bytes(fl_vec_t *v, const uint8_t *p, size_t n)
-{
-    if (n > v->bytes_cap || !v->bytes) {
-        v->bytes = fl_realloc(v->bytes, n ? n : 16);
-        v->bytes_cap = n ? n : 16;
-    }
-    if (n) memcpy(v->bytes, p, n);
-    v->bytes_len = n;
-}
-
+/* Leaf values were decoded into the vector by read_chunk; check the count. */
 static fl_err_t asm_leaf(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, size_t expect)
 {
     pq_col_t *c = pn->lev;
-    const pq_fnode_t *fn = pn->fn;
-    if (!c || c->levels_only || c->out != pn->exp) return fail(r, FL_ERR_INVALID, "internal: leaf binding");
-    const pq_vals_t *d = &c->vals;
-    size_t n = c->nlev, slots = 0;
-    const uint8_t *def = c->def;
-    uint8_t sd = (uint8_t)fn->slot_def, md = (uint8_t)c->max_def;
-    if (c->max_def == 0 || sd == 0) slots = n;
-    else
-        for (size_t i = 0; i < n; i++) slots += def[i] >= sd;
-    if (slots != expect) return fail(r, FL_ERR_INVALID, "column %u: %zu values where %zu expected", c->idx, slots, expect);
-    fl_vec_reserve(v, slots ? slots : 1);
-    size_t w = c->ow;
-    if (c->max_def == 0 && d->n != slots) return fail(r, FL_ERR_INVALID, "value count mismatch");
-    if (d->n == slots) { /* no nulls */
-        if (w) {
-            if (slots) memcpy(v->data, d->data, slots * w);
-        } else if (slots) {
-            memcpy(v->offsets, d->offs, (slots + 1) * sizeof *v->offsets);
-            set_bytes(v, d->bytes, d->blen);
-        } else {
-            v->offsets[0] = 0;
-            v->bytes_len = 0;
-        }
-        if (v->valid) memset(v->valid, 1, slots);
-        v->len = slots;
-        v->null_count = 0;
-        return FL_OK;
+    if (!c || c->levels_only || c->out != pn->exp || c->vec != v)
+        return fail(r, FL_ERR_INVALID, "internal: leaf binding");
+    if (v->len != expect)
+        return fail(r, FL_ERR_INVALID, "column %u: %zu values where %zu expected", c->idx, v->len, expect);
+    if (v->len == 0) { /* an empty page-less vector still has offsets[0] */
+        fl_vec_reserve(v, 1);
+        if (v->offsets) v->offsets[0] = 0;
+        v->bytes_len = 0;
     }
-    ensure_valid(v);
-    uint8_t *valid = v->valid;
-    size_t s = 0, vi = 0, nulls = 0;
-    if (w) {
-        uint8_t *dst = v->data;
-        for (size_t i = 0; i < n; i++) {
-            if (def[i] < sd) continue;
-            if (def[i] == md) {
-                if (vi >= d->n) return fail(r, FL_ERR_INVALID, "values run out");
-                memcpy(dst + s * w, d->data + vi * w, w);
-                vi++;
-                valid[s] = 1;
-            } else {
-                memset(dst + s * w, 0, w);
-                valid[s] = 0;
-                nulls++;
-            }
-            s++;
-        }
-    } else {
-        uint32_t *off = v->offsets;
-        off[0] = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (def[i] < sd) continue;
-            if (def[i] == md) {
-                if (vi >= d->n) return fail(r, FL_ERR_INVALID, "values run out");
-                vi++;
-                valid[s] = 1;
-            } else {
-                valid[s] = 0;
-                nulls++;
-            }
-            off[s + 1] = vi ? d->offs[vi] : 0;
-            s++;
-        }
-        set_bytes(v, d->bytes, d->blen);
-    }
-    if (vi != d->n) return fail(r, FL_ERR_INVALID, "column %u: value count mismatch", c->idx);
-    v->len = s;
-    v->null_count = nulls;
     return FL_OK;
 }
 
@@ -1563,11 +1664,17 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
     const uint8_t *def = c->def, *rep = c->max_rep ? c->rep : NULL;
     bool no_def = c->max_def == 0;
     int R = fn->R, sd = fn->slot_def, pd = fn->def;
-    fl_vec_reserve(v, expect ? expect : 1);
+    fl_vec_reserve(v, expect + 1);
     ensure_valid(v);
     uint8_t *valid = v->valid;
     size_t s = 0, nulls = 0;
-    if (v->field->kind == FL_TYPE_STRUCT) {
+    if (v->field->kind == FL_TYPE_STRUCT && !rep && (no_def || sd == 0)) { /* a slot per entry */
+        if (n != expect)
+            return fail(r, FL_ERR_INVALID, "struct has %s slots than expected", n > expect ? "more" : "fewer");
+        if (no_def || pd == 0) memset(valid, 1, n);
+        else nulls = n - fl_pq_mask_ge(def, n, (uint8_t)pd, valid);
+        s = n;
+    } else if (v->field->kind == FL_TYPE_STRUCT) {
         for (size_t i = 0; i < n; i++) {
             int rl = rep ? rep[i] : 0, dl = no_def ? 0 : def[i];
             if (rl > R || dl < sd) continue;
@@ -1577,6 +1684,8 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
             nulls += !ok;
         }
         if (s != expect) return fail(r, FL_ERR_INVALID, "struct has fewer slots than expected");
+    }
+    if (v->field->kind == FL_TYPE_STRUCT) {
         v->len = s;
         v->null_count = nulls;
         for (uint32_t k = 0; k < pn->n_kids; k++) {
@@ -1591,21 +1700,24 @@ static fl_err_t asm_nested(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v,
     uint32_t *off = v->offsets;
     size_t elems = 0;
     off[0] = 0;
+    if (n >= UINT32_MAX) return fail(r, FL_ERR_TOO_LARGE, "too many list elements");
+    /* One branch-free pass. Every entry stores at the next slot position,
+     * min(s, expect) (within the cap >= expect + 1 reserved above), which
+     * only a slot entry then claims; the counts are checked after the loop. */
+    bool orphan = false;
     for (size_t i = 0; i < n; i++) {
         int rl = rep ? rep[i] : 0, dl = no_def ? 0 : def[i];
-        if (rl <= R && dl >= sd) {
-            if (s >= expect) return fail(r, FL_ERR_INVALID, "list has more slots than expected");
-            off[s] = (uint32_t)elems;
-            bool ok = dl >= pd;
-            valid[s++] = ok;
-            nulls += !ok;
-        }
-        if (rl <= Re && dl >= sde) {
-            if (s == 0) return fail(r, FL_ERR_INVALID, "list element outside a list");
-            if (elems >= UINT32_MAX) return fail(r, FL_ERR_TOO_LARGE, "too many list elements");
-            elems++;
-        }
+        bool slot = rl <= R && dl >= sd, ok = dl >= pd, elem = rl <= Re && dl >= sde;
+        size_t w = s < expect ? s : expect;
+        off[w] = (uint32_t)elems;
+        valid[w] = ok;
+        s += slot;
+        nulls += slot & !ok;
+        orphan |= elem & (s == 0);
+        elems += elem;
     }
+    if (orphan) return fail(r, FL_ERR_INVALID, "list element outside a list");
+    if (s > expect) return fail(r, FL_ERR_INVALID, "list has more slots than expected");
     if (s != expect) return fail(r, FL_ERR_INVALID, "list has fewer slots than expected");
     off[s] = (uint32_t)elems;
     v->len = s;
@@ -1625,6 +1737,17 @@ static fl_err_t asm_node(fl_pq_reader_t *r, const pq_pnode_t *pn, fl_vec_t *v, s
     }
     if (fl_type_is_nested(pn->exp->kind)) return asm_nested(r, pn, v, expect);
     return asm_leaf(r, pn, v, expect);
+}
+
+/* Each bound leaf column learns the output vector its values go to. */
+static void bind_vecs(const pq_pnode_t *pn, fl_vec_t *v)
+{
+    if (!pn->fn) return;
+    if (!fl_type_is_nested(pn->exp->kind)) {
+        if (pn->lev && pn->lev->out == pn->exp && v->field == pn->exp) pn->lev->vec = v;
+        return;
+    }
+    for (uint32_t k = 0; k < pn->n_kids && k < v->n_children; k++) bind_vecs(&pn->kids[k], &v->children[k]);
 }
 
 fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done)
@@ -1650,6 +1773,8 @@ fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done)
         r->next_rg++;
         return FL_OK;
     }
+    for (uint32_t i = 0; i < r->n_cols; i++) r->cols[i].vec = NULL;
+    for (uint32_t k = 0; k < r->proot.n_kids; k++) bind_vecs(&r->proot.kids[k], &out->children[k]);
     for (uint32_t i = 0; i < r->n_cols; i++) {
         if (!r->cols[i].needed) continue;
         fl_err_t e = read_chunk(r, rg, &r->cols[i]);

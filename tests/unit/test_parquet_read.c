@@ -272,3 +272,35 @@ FL_TEST(parquet_read_malformed_files)
         }
     free(copy);
 }
+
+/* The vectorised level scans agree with plain loops at every length and offset. */
+FL_TEST(parquet_read_level_scans)
+{
+    uint8_t def[600], rep[600], mask[600];
+    uint64_t x = 88172645463325252ull;
+    int16_t rep_def[4] = { 0, 2, 3, 4 };
+    for (int round = 0; round < 40; round++) {
+        for (size_t i = 0; i < sizeof def; i++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            def[i] = (uint8_t)(x % 5);
+            rep[i] = (uint8_t)((x >> 8) % 4);
+            if (round % 3 == 0) rep[i] = rep[i] && def[i] >= rep_def[rep[i]] ? rep[i] : 0;
+        }
+        for (size_t off = 0; off < 3; off++)
+            for (size_t n = 0; n + off <= sizeof def; n += (n < 40 ? 1 : 37)) {
+                for (uint8_t v = 0; v < 6; v++) {
+                    size_t want = 0;
+                    for (size_t i = 0; i < n; i++) want += def[off + i] >= v;
+                    CHECK_EQ(fl_pq_count_ge(def + off, n, v), want);
+                    memset(mask, 0xee, sizeof mask);
+                    CHECK_EQ(fl_pq_mask_ge(def + off, n, v, mask), want);
+                    for (size_t i = 0; i < n; i++) CHECK_EQ(mask[i], def[off + i] >= v);
+                    CHECK_EQ(mask[n], 0xee);
+                }
+                bool bad = false;
+                for (size_t i = 0; i < n; i++)
+                    bad |= rep[off + i] && def[off + i] < rep_def[rep[off + i]];
+                CHECK_EQ(fl_pq_levels_disagree(rep + off, def + off, n, rep_def, 3), bad);
+            }
+    }
+}
