@@ -55,7 +55,9 @@ def main():
     ap.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", 3)))
     ap.add_argument("--codecs", default="zstd,snappy")
     a = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="floe-pqbench-", dir=os.environ.get("BENCH_TMPDIR", ROOT / "bench" / "out")))
+    base = Path(os.environ.get("BENCH_TMPDIR", ROOT / "bench" / "out"))
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="floe-pqbench-", dir=base))
     print(f"parquet bench: {a.rows} rows, median of {a.runs} runs, pyarrow {pa.__version__}, "
           f"{os.cpu_count()} cpus, load {open('/proc/loadavg').read().split()[:3]}")
     rows_out = []
