@@ -276,8 +276,10 @@ void fl_vec_end_list(fl_vec_t *v)
 
 fl_slice_t fl_vec_bytes_at(const fl_vec_t *v, size_t i)
 {
-    if (v->offsets)
+    if (v->offsets) {
+        if (!v->bytes) return fl_slice("", 0); /* only empty values so far */
         return fl_slice((const char *)v->bytes + v->offsets[i], v->offsets[i + 1] - v->offsets[i]);
+    }
     size_t w = fl_field_width(v->field);
     return fl_slice((const char *)v->data + i * w, w);
 }
