@@ -22,7 +22,6 @@
 
 #define MAX_DEPTH 64           /* nodes on the path from a top-level column to a leaf */
 #define SLICE_ROWS 4096        /* rows shredded between row-group size checks */
-#define CHECK_EVERY 16         /* level entries between page size checks */
 #define DICT_PROBE 65536       /* values after which a chunk's dictionary must pay off */
 #define MAX_STAT_BYTES 4096    /* longer byte-array min/max are left out of the footer */
 
@@ -64,9 +63,11 @@ typedef struct leaf {
 
     /* current page */
     uint8_t *def, *rep;
-    size_t n_lev, cap_lev, next_check;
+    size_t n_lev, cap_lev;
     uint32_t *idx;
     size_t n_idx, cap_idx;
+    uint32_t *sel;             /* leaf-vector positions of the present values of a block */
+    size_t n_sel, cap_sel;
     fl_buf_t plain;
 
     /* dictionary of the chunk */
@@ -389,8 +390,27 @@ static inline bool flt_lt(double a, double b)
 static inline int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
     size_t m = an < bn ? an : bn;
+    if (m >= 8) { /* most orders are decided by the first 8 bytes */
+        uint64_t x = __builtin_bswap64(rd64(a)), y = __builtin_bswap64(rd64(b));
+        if (x != y) return x < y ? -1 : 1;
+    }
     int c = m ? memcmp(a, b, m) : 0;
     return c ? c : (an < bn ? -1 : an > bn);
+}
+
+static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+/* a[0..n) == b[0..n), without a call for short values */
+static inline bool bytes_eq(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    if (n >= 8) {
+        if (n <= 16) return !((rd64(a) ^ rd64(b)) | (rd64(a + n - 8) ^ rd64(b + n - 8)));
+        return !memcmp(a, b, n);
+    }
+    if (n >= 4) return !((rd32(a) ^ rd32(b)) | (rd32(a + n - 4) ^ rd32(b + n - 4)));
+    for (size_t k = 0; k < n; k++)
+        if (a[k] != b[k]) return false;
+    return true;
 }
 
 static inline void buf_set(fl_buf_t *b, const void *p, size_t n)
@@ -701,7 +721,6 @@ static fl_err_t add_field(bctx_t *c, const fl_field_t *f, const char *name, uint
         fl_buf_init(&L->dict, 0);
         fl_buf_init(&L->pages, 0);
         L->dict_on = w->o.dictionary && f->kind != FL_TYPE_BOOLEAN;
-        L->next_check = CHECK_EVERY;
         e = set_leaf_type(se, L, f);
         break;
     }
@@ -797,7 +816,6 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
     L->c_values += (int64_t)L->n_lev;
     L->n_lev = 0;
     L->n_idx = 0;
-    L->next_check = CHECK_EVERY;
     fl_buf_reset(&L->plain);
     return FL_OK;
 }
@@ -869,8 +887,8 @@ static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n,
             if (L->width && L->width <= 8) {
                 if (e->val == key) return e->idx1 - 1;
             } else if (!L->width) {
-                if ((uint32_t)e->val == n && !memcmp(d + (e->val >> 32), p, n)) return e->idx1 - 1;
-            } else if (!memcmp(d + (size_t)(e->idx1 - 1) * n, p, n)) {
+                if ((uint32_t)e->val == n && bytes_eq(d + (e->val >> 32), p, n)) return e->idx1 - 1;
+            } else if (bytes_eq(d + (size_t)(e->idx1 - 1) * n, p, n)) {
                 return e->idx1 - 1;
             }
         }
@@ -895,26 +913,6 @@ static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n,
 static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
 {
     return dict_index_h(L, p, n, x, hash32(p, n));
-}
-
-static inline void lev_push(leaf_t *L, int def, int rep)
-{
-    if (L->max_def | L->max_rep) {
-        if (L->n_lev == L->cap_lev) {
-            L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
-            if (L->max_def) L->def = fl_realloc(L->def, L->cap_lev);
-            if (L->max_rep) L->rep = fl_realloc(L->rep, L->cap_lev);
-        }
-        if (L->max_def) L->def[L->n_lev] = (uint8_t)def;
-        if (L->max_rep) L->rep[L->n_lev] = (uint8_t)rep;
-    }
-    L->n_lev++;
-}
-
-static inline void emit_null(leaf_t *L, int def, int rep)
-{
-    lev_push(L, def, rep);
-    L->c_nulls++;
 }
 
 static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
@@ -960,101 +958,202 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
     }
 }
 
-static inline void emit_value(leaf_t *L, const fl_vec_t *v, size_t i, int rep)
-{
-    lev_push(L, L->max_def, rep);
-    add_value(L, v, i);
-}
-
-#define BLOCK 256   /* rows of a top-level column handled between page checks */
+#define BLOCK 256   /* rows shredded between page checks */
 #define HBATCH 32   /* dictionary lookups hashed (and prefetched) ahead */
 
-/* Rows [i0, i1) of a top-level primitive column, in bulk. */
-static void flat_block(leaf_t *L, const fl_vec_t *v, size_t i0, size_t i1)
+static void lev_reserve(leaf_t *L, size_t n)
 {
-    size_t n = i1 - i0;
-    const uint8_t *valid = v->valid;
-    size_t nulls = 0;
-    if (L->max_def) {
-        if (L->n_lev + n > L->cap_lev) {
-            while (L->n_lev + n > L->cap_lev) L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
-            L->def = fl_realloc(L->def, L->cap_lev);
-        }
-        uint8_t *d = L->def + L->n_lev;
-        if (valid) {
-            memcpy(d, valid + i0, n);
-            size_t ones = 0;
-            for (size_t k = 0; k < n; k++) ones += d[k];
-            nulls = n - ones;
-        } else {
-            memset(d, 1, n);
-        }
-    }
-    L->n_lev += n;
-    L->c_nulls += (int64_t)nulls;
-    if (!nulls) valid = NULL;
-    if (L->dict_on) {
-        if (L->n_idx + n > L->cap_idx) {
-            while (L->n_idx + n > L->cap_idx) L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
-            L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
-        }
-        bool flt = L->pv == PV_F32 || L->pv == PV_F64;
-        L->dict_vals += n - nulls;
-        for (size_t b0 = i0; b0 < i1; b0 += HBATCH) {
-            size_t b1 = i1 - b0 < HBATCH ? i1 : b0 + HBATCH, m = 0;
-            uint32_t hs[HBATCH];
-            const unsigned char *ps[HBATCH];
-            size_t ns[HBATCH];
-            __int128 xs[HBATCH];
-            unsigned char tmp[HBATCH][16];
-            if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
-            for (size_t i = b0; i < b1; i++) {
-                if (valid && !valid[i]) continue;
-                xs[m] = 0;
-                phys(L, v, i, tmp[m], &ps[m], &ns[m], &xs[m]);
-                hs[m] = hash32(ps[m], ns[m]);
-                __builtin_prefetch(&L->slots[hs[m] & (L->n_slots - 1)]);
-                m++;
-            }
-            for (size_t k = 0; k < m; k++) {
-                if (flt) {
-                    if (ns[k] == 4) { float f; memcpy(&f, ps[k], 4); L->c_nans += isnan(f); }
-                    else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
-                }
-                L->idx[L->n_idx++] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
-                L->dict_plain += L->width ? ns[k] : ns[k] + 4;
-            }
-        }
-        return;
-    }
-    if (!valid && (L->pv == PV_I32 || L->pv == PV_I64)) {
-        size_t w = L->width;
-        if (fl_buf_add(&L->plain, v->data + i0 * w, n * w)) abort();
-        int64_t mn, mx;
-        if (w == 4) {
-            const int32_t *a = (const int32_t *)v->data + i0;
-            int32_t lo = a[0], hi = a[0];
-            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
-            mn = lo; mx = hi;
-        } else {
-            const int64_t *a = (const int64_t *)v->data + i0;
-            int64_t lo = a[0], hi = a[0];
-            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
-            mn = lo; mx = hi;
-        }
-        stat_int(&L->cs, mn);
-        stat_int(&L->cs, mx);
-        return;
-    }
-    for (size_t i = i0; i < i1; i++)
-        if (!valid || valid[i]) add_value(L, v, i);
+    if (L->n_lev + n <= L->cap_lev) return;
+    while (L->n_lev + n > L->cap_lev) L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
+    if (L->max_def) L->def = fl_realloc(L->def, L->cap_lev);
+    if (L->max_rep) L->rep = fl_realloc(L->rep, L->cap_lev);
 }
 
-/* Before a row's first level entry: cut the page, or leave the dictionary. */
-static inline fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
+static void sel_reserve(leaf_t *L, size_t n)
 {
-    if (L->n_lev < L->next_check) return FL_OK;
-    L->next_check = L->n_lev + CHECK_EVERY;
+    if (L->n_sel + n <= L->cap_sel) return;
+    while (L->n_sel + n > L->cap_sel) L->cap_sel = L->cap_sel ? L->cap_sel * 2 : 1024;
+    L->sel = fl_realloc(L->sel, L->cap_sel * sizeof *L->sel);
+}
+
+static void idx_reserve(leaf_t *L, size_t n)
+{
+    if (L->n_idx + n <= L->cap_idx) return;
+    while (L->n_idx + n > L->cap_idx) L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
+    L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
+}
+
+/* Value sel[k] (or i0 + k when sel is NULL) of a bulk add. */
+#define AT(k) (sel ? (size_t)sel[k] : i0 + (k))
+
+/* Dictionary indices of m values of v. */
+static void add_dict(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    idx_reserve(L, m);
+    bool flt = L->pv == PV_F32 || L->pv == PV_F64;
+    L->dict_vals += m;
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;
+        uint32_t hs[HBATCH];
+        const unsigned char *ps[HBATCH];
+        size_t ns[HBATCH];
+        __int128 xs[HBATCH];
+        unsigned char tmp[HBATCH][16];
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
+        size_t mask = L->n_slots - 1, plain = 0;
+        for (size_t k = 0; k < c; k++) {
+            xs[k] = 0;
+            phys(L, v, AT(b0 + k), tmp[k], &ps[k], &ns[k], &xs[k]);
+            hs[k] = hash32(ps[k], ns[k]);
+            __builtin_prefetch(&L->slots[hs[k] & mask]);
+            plain += ns[k];
+        }
+        if (flt) {
+            for (size_t k = 0; k < c; k++) {
+                if (ns[k] == 4) { float f; memcpy(&f, ps[k], 4); L->c_nans += isnan(f); }
+                else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
+            }
+        }
+        uint32_t *o = L->idx + L->n_idx;
+        for (size_t k = 0; k < c; k++) o[k] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
+        L->n_idx += c;
+        L->dict_plain += L->width ? plain : plain + 4 * c;
+    }
+}
+
+/* PLAIN values: m values of v, in bulk for the common kinds. */
+static void add_plain(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    if (!m) return;
+    stats_t *s = &L->cs;
+    switch (L->pv) {
+    case PV_I32: case PV_F32: {
+        if (fl_buf_reserve(&L->plain, m * 4)) abort();
+        uint32_t *o = (uint32_t *)(void *)(L->plain.ptr + L->plain.len);
+        const uint32_t *a = (const uint32_t *)(const void *)v->data;
+        if (sel) for (size_t k = 0; k < m; k++) memcpy(o + k, a + sel[k], 4);
+        else memcpy(o, a + i0, m * 4);
+        L->plain.len += m * 4;
+        if (L->pv == PV_I32) {
+            int32_t lo, hi;
+            memcpy(&lo, o, 4);
+            hi = lo;
+            for (size_t k = 0; k < m; k++) {
+                int32_t x; memcpy(&x, o + k, 4);
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_int(s, lo); stat_int(s, hi);
+        } else {
+            for (size_t k = 0; k < m; k++) {
+                float f; memcpy(&f, o + k, 4);
+                if (isnan(f)) L->c_nans++;
+                else stat_flt(s, f);
+            }
+        }
+        return;
+    }
+    case PV_I64: case PV_F64: case PV_DEC64: {
+        if (fl_buf_reserve(&L->plain, m * 8)) abort();
+        unsigned char *ob = (unsigned char *)L->plain.ptr + L->plain.len;
+        L->plain.len += m * 8;
+        if (L->pv == PV_DEC64) {
+            __int128 lo = 0, hi = 0;
+            for (size_t k = 0; k < m; k++) {
+                __int128 x; memcpy(&x, v->data + AT(k) * 16, 16);
+                int64_t y = (int64_t)x;
+                memcpy(ob + k * 8, &y, 8);
+                if (!k) lo = hi = x;
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_dec(s, lo); stat_dec(s, hi);
+            return;
+        }
+        const unsigned char *a = v->data;
+        if (sel) for (size_t k = 0; k < m; k++) memcpy(ob + k * 8, a + (size_t)sel[k] * 8, 8);
+        else memcpy(ob, a + i0 * 8, m * 8);
+        if (L->pv == PV_I64) {
+            int64_t lo, hi;
+            memcpy(&lo, ob, 8);
+            hi = lo;
+            for (size_t k = 0; k < m; k++) {
+                int64_t x; memcpy(&x, ob + k * 8, 8);
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_int(s, lo); stat_int(s, hi);
+        } else {
+            bool has = false;
+            double lo = 0, hi = 0;
+            for (size_t k = 0; k < m; k++) {
+                double f; memcpy(&f, ob + k * 8, 8);
+                if (isnan(f)) { L->c_nans++; continue; }
+                if (!has) { has = true; lo = hi = f; continue; }
+                if (f < lo) lo = f;
+                else if (f == 0 && lo == 0 && signbit(f)) lo = f;
+                if (f > hi) hi = f;
+                else if (f == 0 && hi == 0 && !signbit(f)) hi = f;
+            }
+            if (has) { stat_flt(s, lo); stat_flt(s, hi); }
+        }
+        return;
+    }
+    case PV_DEC32: {
+        if (fl_buf_reserve(&L->plain, m * 4)) abort();
+        unsigned char *ob = (unsigned char *)L->plain.ptr + L->plain.len;
+        L->plain.len += m * 4;
+        __int128 lo = 0, hi = 0;
+        for (size_t k = 0; k < m; k++) {
+            __int128 x; memcpy(&x, v->data + AT(k) * 16, 16);
+            int32_t y = (int32_t)x;
+            memcpy(ob + k * 4, &y, 4);
+            if (!k) lo = hi = x;
+            lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+        }
+        stat_dec(s, lo); stat_dec(s, hi);
+        return;
+    }
+    case PV_BYTES: {
+        const uint32_t *off = v->offsets;
+        size_t total = 0;
+        for (size_t k = 0; k < m; k++) { size_t i = AT(k); total += off[i + 1] - off[i]; }
+        if (fl_buf_reserve(&L->plain, total + 4 * m)) abort();
+        unsigned char *o = (unsigned char *)L->plain.ptr + L->plain.len;
+        const unsigned char *lo = NULL, *hi = NULL;
+        size_t lon = 0, hin = 0;
+        if (s->has) { lo = (const unsigned char *)s->bmin.ptr; lon = s->bmin.len; hi = (const unsigned char *)s->bmax.ptr; hin = s->bmax.len; }
+        for (size_t k = 0; k < m; k++) {
+            size_t i = AT(k);
+            uint32_t n = off[i + 1] - off[i];
+            const unsigned char *p = n ? v->bytes + off[i] : (const unsigned char *)"";
+            put_le32(o, n);
+            if (n) memcpy(o + 4, p, n);
+            o += 4 + n;
+            if (!lo) { lo = hi = p; lon = hin = n; continue; }
+            if (bytes_cmp(p, n, lo, lon) < 0) { lo = p; lon = n; }
+            else if (bytes_cmp(p, n, hi, hin) > 0) { hi = p; hin = n; }
+        }
+        L->plain.len += total + 4 * m;
+        if (!s->has || lo != (const unsigned char *)s->bmin.ptr) buf_set(&s->bmin, lo, lon);
+        if (!s->has || hi != (const unsigned char *)s->bmax.ptr) buf_set(&s->bmax, hi, hin);
+        s->has = true;
+        return;
+    }
+    default:
+        for (size_t k = 0; k < m; k++) add_value(L, v, AT(k));
+        return;
+    }
+}
+
+static inline void add_values(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    if (L->dict_on) add_dict(L, v, sel, i0, m);
+    else add_plain(L, v, sel, i0, m);
+}
+
+#undef AT
+
+/* Before a block of rows: cut the page, or leave the dictionary. */
+static fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
+{
     fl_err_t e = FL_OK;
     if (L->dict_on && !L->dict_probed && L->dict_vals >= DICT_PROBE) {
         /* nearly all values distinct and the dictionary no smaller than PLAIN:
@@ -1076,24 +1175,89 @@ static inline fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
     return e;
 }
 
+/* Levels of rows [r0, r1) (at most BLOCK) of a leaf under no list or map, in
+ * bulk; the rows whose value is present go to L->sel unless all are. */
+static fl_err_t flat_levels(leaf_t *L, size_t r0, size_t r1, bool *all)
+{
+    size_t n = r1 - r0;
+    uint8_t alive[BLOCK], dl[BLOCK];
+    bool any = false;
+    for (int d = 0; d < L->depth; d++) {
+        const uint8_t *va = L->vecs[d]->valid;
+        if (va && memchr(va + r0, 0, n)) { any = true; break; }
+    }
+    lev_reserve(L, n);
+    if (!any) {
+        if (L->max_def) memset(L->def + L->n_lev, L->max_def, n);
+        L->n_lev += n;
+        *all = true;
+        return FL_OK;
+    }
+    memset(alive, 1, n);
+    memset(dl, 0, n);
+    for (int d = 0; d < L->depth; d++) {
+        const uint8_t *va = L->vecs[d]->valid;
+        bool opt = !L->nodes[d]->required;
+        if (va) {
+            va += r0;
+            if (!opt) {
+                for (size_t k = 0; k < n; k++)
+                    if (alive[k] && !va[k]) return FL_ERR_INVALID;
+            } else {
+                for (size_t k = 0; k < n; k++) alive[k] &= va[k] != 0;
+            }
+        }
+        if (opt)
+            for (size_t k = 0; k < n; k++) dl[k] += alive[k];
+    }
+    if (L->max_def) memcpy(L->def + L->n_lev, dl, n);
+    L->n_lev += n;
+    size_t ones = 0;
+    for (size_t k = 0; k < n; k++) ones += alive[k];
+    L->c_nulls += (int64_t)(n - ones);
+    if (ones == n) { *all = true; return FL_OK; }
+    *all = false;
+    sel_reserve(L, n); /* the branchless fill writes one past */
+    uint32_t *o = L->sel + L->n_sel;
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        o[m] = (uint32_t)(r0 + k);
+        m += alive[k];
+    }
+    L->n_sel += m;
+    return FL_OK;
+}
+
+static inline void lev_push(leaf_t *L, int def, int rep)
+{
+    if (L->n_lev == L->cap_lev) lev_reserve(L, 1);
+    if (L->max_def) L->def[L->n_lev] = (uint8_t)def;
+    if (L->max_rep) L->rep[L->n_lev] = (uint8_t)rep;
+    L->n_lev++;
+}
+
 static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
 {
     const fl_vec_t *v = L->vecs[d];
     const fl_field_t *f = L->nodes[d];
     if (v->valid && !v->valid[i]) {
         if (f->required) return FL_ERR_INVALID;
-        emit_null(L, def, rep);
+        lev_push(L, def, rep);
+        L->c_nulls++;
         return FL_OK;
     }
     if (!f->required) def++;
     if (d == L->depth - 1) {
-        emit_value(L, v, i, rep);
+        lev_push(L, L->max_def, rep);
+        if (L->n_sel == L->cap_sel) sel_reserve(L, 1);
+        L->sel[L->n_sel++] = (uint32_t)i;
         return FL_OK;
     }
     if (f->kind == FL_TYPE_STRUCT) return walk(L, d + 1, i, def, rep);
     size_t b = v->offsets[i], e = v->offsets[i + 1];
     if (b == e) {
-        emit_null(L, def, rep);
+        lev_push(L, def, rep);
+        L->c_nulls++;
         return FL_OK;
     }
     for (size_t k = b; k < e; k++) {
@@ -1106,39 +1270,23 @@ static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
 static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
 {
     fl_err_t e;
-    if (L->max_rep) {
-        for (size_t i = r0; i < r1; i++) {
-            if ((e = row_start(w, L))) return e;
-            if ((e = walk(L, 0, i, 0, 0))) return e;
-        }
-        return FL_OK;
-    }
     const fl_vec_t *lv = L->vecs[L->depth - 1];
-    if (L->depth == 1) {
-        if (L->field->required && lv->valid) {
-            for (size_t i = r0; i < r1; i++)
-                if (!lv->valid[i]) return FL_ERR_INVALID;
-        }
-        for (size_t b0 = r0; b0 < r1; b0 += BLOCK) {
-            L->next_check = 0;
-            if ((e = row_start(w, L))) return e;
-            flat_block(L, lv, b0, r1 - b0 < BLOCK ? r1 : b0 + BLOCK);
-        }
-        return FL_OK;
-    }
-    for (size_t i = r0; i < r1; i++) {
+    for (size_t b0 = r0; b0 < r1; b0 += BLOCK) {
+        size_t b1 = r1 - b0 < BLOCK ? r1 : b0 + BLOCK;
         if ((e = row_start(w, L))) return e;
-        int def = 0, d;
-        for (d = 0; d < L->depth; d++) {
-            const fl_vec_t *v = L->vecs[d];
-            if (v->valid && !v->valid[i]) {
-                if (L->nodes[d]->required) return FL_ERR_INVALID;
-                break;
+        L->n_sel = 0;
+        if (L->max_rep) {
+            for (size_t i = b0; i < b1; i++)
+                if ((e = walk(L, 0, i, 0, 0))) return e;
+        } else {
+            bool all;
+            if ((e = flat_levels(L, b0, b1, &all))) return e;
+            if (all) {
+                add_values(L, lv, NULL, b0, b1 - b0);
+                continue;
             }
-            if (!L->nodes[d]->required) def++;
         }
-        if (d < L->depth) emit_null(L, def, 0);
-        else emit_value(L, lv, i, 0);
+        add_values(L, lv, L->sel, 0, L->n_sel);
     }
     return FL_OK;
 }
@@ -1286,7 +1434,7 @@ void fl_pq_writer_free(fl_pq_writer_t *w)
     for (size_t i = 0; i < w->n_leaves; i++) {
         leaf_t *L = &w->leaves[i];
         free(L->nodes); free(L->cidx); free(L->rep_at); free(L->vecs); free(L->path);
-        free(L->def); free(L->rep); free(L->idx); free(L->slots);
+        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots);
         fl_buf_free(&L->plain); fl_buf_free(&L->dict); fl_buf_free(&L->pages);
         stats_free(&L->cs); stats_free(&L->fs);
     }
@@ -1405,6 +1553,7 @@ fl_err_t fl_pq_writer_write(fl_pq_writer_t *w, const fl_vec_t *batch)
     if (w->closed) return FL_ERR_INVALID;
     if (!batch || batch->n_children != w->schema->n_children || batch->null_count)
         return FL_ERR_INVALID;
+    if (batch->len > UINT32_MAX) return FL_ERR_TOO_LARGE;
     for (uint32_t i = 0; i < w->schema->n_children; i++)
         if (batch->children[i].len != batch->len ||
             !vec_ok(&batch->children[i], &w->schema->children[i]))
