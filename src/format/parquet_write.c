@@ -135,23 +135,24 @@ static inline uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
     const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull,
                    k3 = 0x8ebc6af09c88c6e3ull;
-    uint64_t h = 0x243f6a8885a308d3ull ^ (n * k3);
-    while (n >= 16) {
+    uint64_t h = 0x243f6a8885a308d3ull ^ (n * k3), a, b;
+    if (n <= 16) { /* two (overlapping) loads, no loop */
+        if (n >= 8) { a = rd64(p); b = rd64(p + n - 8); }
+        else if (n >= 4) {
+            uint32_t x, y;
+            memcpy(&x, p, 4); memcpy(&y, p + n - 4, 4);
+            a = x; b = y;
+        } else if (n) { a = (uint64_t)p[0] << 16 | (uint64_t)p[n >> 1] << 8 | p[n - 1]; b = 0; }
+        else a = b = 0;
+        return mum(mum(a ^ k1, b ^ h), k2);
+    }
+    while (n > 16) {
         h = mum(rd64(p) ^ k1, rd64(p + 8) ^ h);
         p += 16;
         n -= 16;
     }
-    if (n >= 8) {
-        h = mum(rd64(p) ^ k1, h ^ k2);
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t t = 0;
-        memcpy(&t, p, n);
-        h = mum(t ^ k3, h ^ k2);
-    }
-    return mum(h ^ k1, k2);
+    p += n;
+    return mum(mum(rd64(p - 16) ^ k3, rd64(p - 8) ^ h), k2);
 }
 
 static inline uint32_t hash32(const unsigned char *p, size_t n)
@@ -874,6 +875,27 @@ static inline uint64_t small_val(const unsigned char *p, size_t n)
 }
 
 /* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
+/* Add p[0..n) to the dictionary at free slot s (capacity already ensured). */
+static __attribute__((noinline)) uint32_t dict_insert(leaf_t *L, size_t s, const unsigned char *p, size_t n,
+                                                      __int128 x, uint32_t h, uint64_t key)
+{
+    uint32_t k = L->n_dict++;
+    dslot_t *e = &L->slots[s];
+    e->h = h;
+    e->idx1 = k + 1;
+    e->val = key;
+    if (!L->width) {
+        if (fl_buf_reserve(&L->dict, n + 4)) abort();
+        put_le32((unsigned char *)L->dict.ptr + L->dict.len, (uint32_t)n);
+        L->dict.len += 4;
+        e->val = (uint64_t)L->dict.len << 32 | n;
+    }
+    if (fl_buf_add(&L->dict, p, n)) abort();
+    stats_update(L, &L->cs, p, n, x);
+    return k;
+}
+
+/* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
 static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n, __int128 x, uint32_t h)
 {
     if (L->n_dict * 2 >= L->n_slots) dict_grow(L);
@@ -894,20 +916,7 @@ static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n,
         }
         s = (s + 1) & mask;
     }
-    uint32_t k = L->n_dict++;
-    dslot_t *e = &L->slots[s];
-    e->h = h;
-    e->idx1 = k + 1;
-    e->val = key;
-    if (!L->width) {
-        unsigned char lenb[4];
-        put_le32(lenb, (uint32_t)n);
-        if (fl_buf_add(&L->dict, lenb, 4)) abort();
-        e->val = (uint64_t)L->dict.len << 32 | n;
-    }
-    if (fl_buf_add(&L->dict, p, n)) abort();
-    stats_update(L, &L->cs, p, n, x);
-    return k;
+    return dict_insert(L, s, p, n, x, h, key);
 }
 
 static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
@@ -986,10 +995,106 @@ static void idx_reserve(leaf_t *L, size_t n)
 /* Value sel[k] (or i0 + k when sel is NULL) of a bulk add. */
 #define AT(k) (sel ? (size_t)sel[k] : i0 + (k))
 
+/* Dictionary indices of m byte-array values of v. */
+static void add_dict_bytes(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    const uint32_t *off = v->offsets;
+    const unsigned char *bytes = v->bytes ? v->bytes : (const unsigned char *)"";
+    L->dict_vals += m;
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;
+        uint32_t hs[HBATCH], ns[HBATCH];
+        const unsigned char *ps[HBATCH];
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
+        size_t mask = L->n_slots - 1, plain = 0;
+        const dslot_t *slots = L->slots;
+        for (size_t k = 0; k < c; k++) {
+            size_t i = AT(b0 + k);
+            uint32_t o = off[i];
+            ns[k] = off[i + 1] - o;
+            ps[k] = bytes + o;
+            hs[k] = hash32(ps[k], ns[k]);
+            __builtin_prefetch(&slots[hs[k] & mask]);
+            plain += ns[k];
+        }
+        uint32_t *out = L->idx + L->n_idx;
+        for (size_t k = 0; k < c; k++) {
+            uint32_t h = hs[k], n = ns[k];
+            const unsigned char *p = ps[k], *d = (const unsigned char *)L->dict.ptr;
+            size_t sl = h & mask;
+            for (;;) {
+                const dslot_t *e = &slots[sl];
+                if (!e->idx1) { out[k] = dict_insert(L, sl, p, n, 0, h, 0); break; }
+                if (e->h == h && (uint32_t)e->val == n && bytes_eq(d + (e->val >> 32), p, n)) {
+                    out[k] = e->idx1 - 1;
+                    break;
+                }
+                sl = (sl + 1) & mask;
+            }
+        }
+        L->n_idx += c;
+        L->dict_plain += plain + 4 * c;
+    }
+}
+
+/* Dictionary indices of m 4- or 8-byte int/float values of v (T: their bits). */
+#define ADD_DICT_FIXED(NAME, T, FT)                                                     \
+static void NAME(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m) \
+{                                                                                       \
+    const T *a = (const T *)(const void *)v->data;                                      \
+    bool flt = L->st == ST_FLT;                                                         \
+    L->dict_vals += m;                                                                  \
+    L->dict_plain += m * sizeof(T);                                                     \
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {                                         \
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;                     \
+        uint32_t hs[HBATCH];                                                            \
+        T xs[HBATCH];                                                                   \
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);                         \
+        size_t mask = L->n_slots - 1;                                                   \
+        const dslot_t *slots = L->slots;                                                \
+        for (size_t k = 0; k < c; k++) {                                                \
+            T x;                                                                        \
+            memcpy(&x, a + AT(b0 + k), sizeof x);                                       \
+            xs[k] = x;                                                                  \
+            hs[k] = hash32((const unsigned char *)&xs[k], sizeof x);                    \
+            __builtin_prefetch(&slots[hs[k] & mask]);                                   \
+        }                                                                               \
+        if (flt)                                                                        \
+            for (size_t k = 0; k < c; k++) {                                            \
+                FT f; memcpy(&f, &xs[k], sizeof f);                                     \
+                L->c_nans += isnan(f);                                                  \
+            }                                                                           \
+        uint32_t *out = L->idx + L->n_idx;                                              \
+        for (size_t k = 0; k < c; k++) {                                                \
+            uint32_t h = hs[k];                                                         \
+            uint64_t key = xs[k];                                                       \
+            size_t sl = h & mask;                                                       \
+            for (;;) {                                                                  \
+                const dslot_t *e = &slots[sl];                                          \
+                if (!e->idx1) {                                                         \
+                    out[k] = dict_insert(L, sl, (const unsigned char *)&xs[k], sizeof(T), 0, h, key); \
+                    break;                                                              \
+                }                                                                       \
+                if (e->h == h && e->val == key) { out[k] = e->idx1 - 1; break; }        \
+                sl = (sl + 1) & mask;                                                   \
+            }                                                                           \
+        }                                                                               \
+        L->n_idx += c;                                                                  \
+    }                                                                                   \
+}
+ADD_DICT_FIXED(add_dict_u32, uint32_t, float)
+ADD_DICT_FIXED(add_dict_u64, uint64_t, double)
+
 /* Dictionary indices of m values of v. */
 static void add_dict(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
 {
     idx_reserve(L, m);
+    switch (L->pv) {
+    case PV_BYTES: add_dict_bytes(L, v, sel, i0, m); return;
+    case PV_I32: case PV_F32: add_dict_u32(L, v, sel, i0, m); return;
+    case PV_I64: case PV_F64: add_dict_u64(L, v, sel, i0, m); return;
+    default: break;
+    }
     bool flt = L->pv == PV_F32 || L->pv == PV_F64;
     L->dict_vals += m;
     for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
