@@ -46,6 +46,16 @@ typedef struct dslot {
     uint64_t val;
 } dslot_t;
 
+/* A byte-array dictionary slot: values of up to 16 bytes are kept inline
+ * (a, b: the two overlapping loads of bkey), so a hit reads no dictionary
+ * bytes; longer ones are compared at their dictionary offset. */
+typedef struct bslot {
+    uint32_t h, idx1;          /* as dslot_t */
+    uint32_t off, len;         /* value bytes in the dictionary */
+    uint64_t a, b;
+    uint64_t pad;
+} bslot_t;
+
 typedef struct leaf {
     const fl_field_t *field;
     int depth;
@@ -77,6 +87,7 @@ typedef struct leaf {
     fl_buf_t dict;             /* PLAIN-encoded values */
     uint32_t n_dict;
     struct dslot *slots;       /* open addressing, linear probing; idx1 == 0: empty */
+    struct bslot *bslots;      /* the same for BYTE_ARRAY columns (slots is then NULL) */
     size_t n_slots;
 
     /* chunk */
@@ -826,6 +837,19 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
 static void dict_grow(leaf_t *L)
 {
     size_t ns = L->n_slots ? L->n_slots * 2 : 1024;
+    if (L->pv == PV_BYTES) {
+        bslot_t *t = fl_calloc(ns, sizeof *t);
+        for (size_t i = 0; i < L->n_slots; i++) {
+            if (!L->bslots[i].idx1) continue;
+            size_t p = L->bslots[i].h & (ns - 1);
+            while (t[p].idx1) p = (p + 1) & (ns - 1);
+            t[p] = L->bslots[i];
+        }
+        free(L->bslots);
+        L->bslots = t;
+        L->n_slots = ns;
+        return;
+    }
     dslot_t *t = fl_calloc(ns, sizeof *t);
     for (size_t i = 0; i < L->n_slots; i++) {
         if (!L->slots[i].idx1) continue;
@@ -898,7 +922,6 @@ static __attribute__((noinline)) uint32_t dict_insert(leaf_t *L, size_t s, const
 /* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
 static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n, __int128 x, uint32_t h)
 {
-    if (L->n_dict * 2 >= L->n_slots) dict_grow(L);
     size_t mask = L->n_slots - 1, s = h & mask;
     const unsigned char *d = (const unsigned char *)L->dict.ptr;
     uint64_t key = L->width && L->width <= 8 ? small_val(p, n) : 0;
@@ -919,11 +942,7 @@ static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n,
     return dict_insert(L, s, p, n, x, h, key);
 }
 
-static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
-{
-    return dict_index_h(L, p, n, x, hash32(p, n));
-}
-
+/* One PLAIN value (the dictionary is off). */
 static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
 {
     unsigned char tmp[16];
@@ -943,17 +962,6 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
     } else if (L->pv == PV_F64) {
         double f; memcpy(&f, p, 8);
         if (isnan(f)) L->c_nans++;
-    }
-    if (L->dict_on) {
-        uint32_t k = dict_index(L, p, n, x);
-        L->dict_vals++;
-        L->dict_plain += L->width ? n : n + 4;
-        if (L->n_idx == L->cap_idx) {
-            L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
-            L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
-        }
-        L->idx[L->n_idx++] = k;
-        return;
     }
     stats_update(L, &L->cs, p, n, x);
     if (L->width) {
@@ -995,37 +1003,79 @@ static void idx_reserve(leaf_t *L, size_t n)
 /* Value sel[k] (or i0 + k when sel is NULL) of a bulk add. */
 #define AT(k) (sel ? (size_t)sel[k] : i0 + (k))
 
+/* Inline key of a byte array of up to 16 bytes: equal (n, a, b) iff equal bytes. */
+static inline void bkey(const unsigned char *p, uint32_t n, uint64_t *a, uint64_t *b)
+{
+    if (n >= 8) { *a = rd64(p); *b = rd64(p + n - 8); }
+    else if (n >= 4) { *a = rd32(p) | (uint64_t)rd32(p + n - 4) << 32; *b = 0; }
+    else { *a = n ? (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16 : 0; *b = 0; }
+}
+
+static __attribute__((noinline)) uint32_t bdict_insert(leaf_t *L, size_t s, const unsigned char *p,
+                                                       uint32_t n, uint32_t h, uint64_t a, uint64_t b)
+{
+    uint32_t k = L->n_dict++;
+    bslot_t *e = &L->bslots[s];
+    if (fl_buf_reserve(&L->dict, (size_t)n + 4)) abort();
+    put_le32((unsigned char *)L->dict.ptr + L->dict.len, n);
+    L->dict.len += 4;
+    e->h = h;
+    e->idx1 = k + 1;
+    e->off = (uint32_t)L->dict.len;
+    e->len = n;
+    e->a = a;
+    e->b = b;
+    if (n) memcpy(L->dict.ptr + L->dict.len, p, n);
+    L->dict.len += n;
+    L->dict.ptr[L->dict.len] = 0;
+    stat_bytes(&L->cs, p, n);
+    return k;
+}
+
 /* Dictionary indices of m byte-array values of v. */
 static void add_dict_bytes(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
 {
     const uint32_t *off = v->offsets;
     const unsigned char *bytes = v->bytes ? v->bytes : (const unsigned char *)"";
+    const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull, k3 = 0x8ebc6af09c88c6e3ull;
     L->dict_vals += m;
     for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
         size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;
         uint32_t hs[HBATCH], ns[HBATCH];
+        uint64_t as[HBATCH], bs[HBATCH];
         const unsigned char *ps[HBATCH];
         if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
         size_t mask = L->n_slots - 1, plain = 0;
-        const dslot_t *slots = L->slots;
+        const bslot_t *slots = L->bslots;
         for (size_t k = 0; k < c; k++) {
             size_t i = AT(b0 + k);
-            uint32_t o = off[i];
-            ns[k] = off[i + 1] - o;
-            ps[k] = bytes + o;
-            hs[k] = hash32(ps[k], ns[k]);
+            uint32_t o = off[i], n = off[i + 1] - o;
+            const unsigned char *p = bytes + o;
+            uint64_t h;
+            ns[k] = n;
+            ps[k] = p;
+            if (n <= 16) {
+                bkey(p, n, &as[k], &bs[k]);
+                h = mum(mum(as[k] ^ k1, bs[k] ^ (n * k3)), k2);
+            } else {
+                as[k] = bs[k] = 0;
+                h = hash_bytes(p, n);
+            }
+            hs[k] = (uint32_t)(h ^ (h >> 32));
             __builtin_prefetch(&slots[hs[k] & mask]);
-            plain += ns[k];
+            plain += n;
         }
         uint32_t *out = L->idx + L->n_idx;
         for (size_t k = 0; k < c; k++) {
             uint32_t h = hs[k], n = ns[k];
-            const unsigned char *p = ps[k], *d = (const unsigned char *)L->dict.ptr;
+            uint64_t a = as[k], b = bs[k];
             size_t sl = h & mask;
             for (;;) {
-                const dslot_t *e = &slots[sl];
-                if (!e->idx1) { out[k] = dict_insert(L, sl, p, n, 0, h, 0); break; }
-                if (e->h == h && (uint32_t)e->val == n && bytes_eq(d + (e->val >> 32), p, n)) {
+                const bslot_t *e = &slots[sl];
+                if (!e->idx1) { out[k] = bdict_insert(L, sl, ps[k], n, h, a, b); break; }
+                if (e->h == h && e->len == n &&
+                    (n <= 16 ? (e->a == a && e->b == b)
+                             : bytes_eq((const unsigned char *)L->dict.ptr + e->off, ps[k], n))) {
                     out[k] = e->idx1 - 1;
                     break;
                 }
@@ -1501,9 +1551,12 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
         fl_buf_reset(&L->pages);
         fl_buf_reset(&L->dict);
         if (L->slots) memset(L->slots, 0, L->n_slots * sizeof *L->slots);
+        if (L->bslots) memset(L->bslots, 0, L->n_slots * sizeof *L->bslots);
         if (L->n_slots > 4096 && L->n_slots > 8 * (size_t)L->n_dict) { /* shrink after a big chunk */
             free(L->slots);
+            free(L->bslots);
             L->slots = NULL;
+            L->bslots = NULL;
             L->n_slots = 0;
         }
         L->n_dict = 0;
@@ -1539,7 +1592,7 @@ void fl_pq_writer_free(fl_pq_writer_t *w)
     for (size_t i = 0; i < w->n_leaves; i++) {
         leaf_t *L = &w->leaves[i];
         free(L->nodes); free(L->cidx); free(L->rep_at); free(L->vecs); free(L->path);
-        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots);
+        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots); free(L->bslots);
         fl_buf_free(&L->plain); fl_buf_free(&L->dict); fl_buf_free(&L->pages);
         stats_free(&L->cs); stats_free(&L->fs);
     }
