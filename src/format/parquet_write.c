@@ -24,6 +24,7 @@
 #define SLICE_ROWS 4096        /* rows shredded between row-group size checks */
 #define DICT_PROBE 65536       /* values after which a chunk's dictionary must pay off */
 #define MAX_STAT_BYTES 4096    /* longer byte-array min/max are left out of the footer */
+#define HDR_GAP 64             /* room left before a page body for its header */
 
 /* statistics categories */
 enum { ST_BOOL, ST_INT, ST_FLT, ST_DEC, ST_BYTES };
@@ -91,7 +92,9 @@ typedef struct leaf {
     size_t n_slots;
 
     /* chunk */
-    fl_buf_t pages;
+    fl_buf_t pages;            /* page bodies, each after a HDR_GAP gap that ends with its header */
+    struct seg { size_t off, len; } *segs; /* [n_segs] header + body of each page in pages */
+    size_t n_segs, cap_segs;
     int64_t c_values, c_nulls, c_nans, c_uncomp;
     bool c_plain, c_dict;      /* encodings of data pages */
     stats_t cs;
@@ -780,9 +783,18 @@ static size_t page_est(const leaf_t *L)
 static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
 {
     if (!L->n_lev) return FL_OK;
-    fl_buf_t *raw = &w->raw;
-    fl_err_t e = FL_OK;
-    fl_buf_reset(raw);
+    /* The page body is built in w->raw and compressed straight into L->pages
+     * after a gap, or, without a codec, built in L->pages itself; the header,
+     * encoded once the sizes are known, goes at the end of the gap. */
+    fl_buf_t *pages = &L->pages;
+    bool direct = w->o.codec == FL_CODEC_NONE;
+    size_t base = pages->len;
+    fl_err_t e = fl_buf_reserve(pages, HDR_GAP);
+    if (e) return e;
+    pages->len += HDR_GAP;
+    fl_buf_t *raw = direct ? pages : &w->raw;
+    if (!direct) fl_buf_reset(raw);
+    size_t raw0 = raw->len;
     if (L->max_rep) e = put_levels(raw, L->rep, L->n_lev, L->rep_bits);
     if (!e && L->max_def) e = put_levels(raw, L->def, L->n_lev, L->def_bits);
     int enc = FL_PQ_ENC_PLAIN;
@@ -807,24 +819,39 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
         if (L->plain.len && (e = fl_buf_add(raw, L->plain.ptr, L->plain.len))) return e;
         L->c_plain = true;
     }
-    const char *data;
-    size_t dlen;
-    if ((e = compress(w, raw, &data, &dlen))) return e;
-    if (raw->len > INT32_MAX || dlen > INT32_MAX || L->n_lev > INT32_MAX) return FL_ERR_TOO_LARGE;
+    size_t rlen = raw->len - raw0;
+    if (!direct && (e = fl_codec_compress(w->o.codec, w->o.level, raw->ptr ? raw->ptr : "", rlen, pages)))
+        return e;
+    size_t body = base + HDR_GAP, dlen = pages->len - body;
+    if (rlen > INT32_MAX || dlen > INT32_MAX || L->n_lev > INT32_MAX) return FL_ERR_TOO_LARGE;
     fl_pq_page_header_t h;
     memset(&h, 0, sizeof h);
     h.type = FL_PQ_DATA_PAGE;
-    h.uncompressed_page_size = (int32_t)raw->len;
+    h.uncompressed_page_size = (int32_t)rlen;
     h.compressed_page_size = (int32_t)dlen;
     h.has_data_page = true;
     h.data_page.num_values = (int32_t)L->n_lev;
     h.data_page.encoding = enc;
     h.data_page.definition_level_encoding = FL_PQ_ENC_RLE;
     h.data_page.repetition_level_encoding = FL_PQ_ENC_RLE;
-    size_t before = L->pages.len;
-    if ((e = fl_pq_page_header_encode(&h, &L->pages))) return e;
-    L->c_uncomp += (int64_t)(L->pages.len - before + raw->len);
-    if ((e = fl_buf_add(&L->pages, data, dlen))) return e;
+    fl_buf_reset(&w->hdr);
+    if ((e = fl_pq_page_header_encode(&h, &w->hdr))) return e;
+    size_t hl = w->hdr.len;
+    if (hl > HDR_GAP) { /* not for any header this writer makes; kept correct anyway */
+        if ((e = fl_buf_reserve(pages, hl - HDR_GAP))) return e;
+        memmove(pages->ptr + base + hl, pages->ptr + body, dlen);
+        pages->len += hl - HDR_GAP;
+        body = base + hl;
+    }
+    memcpy(pages->ptr + body - hl, w->hdr.ptr, hl);
+    if (L->n_segs == L->cap_segs) {
+        L->cap_segs = L->cap_segs ? L->cap_segs * 2 : 16;
+        L->segs = fl_realloc(L->segs, L->cap_segs * sizeof *L->segs);
+    }
+    L->segs[L->n_segs].off = body - hl;
+    L->segs[L->n_segs].len = hl + dlen;
+    L->n_segs++;
+    L->c_uncomp += (int64_t)(hl + rlen);
     L->c_values += (int64_t)L->n_lev;
     L->n_lev = 0;
     L->n_idx = 0;
@@ -1511,7 +1538,8 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
             m->dictionary_page_offset = start;
         }
         m->data_page_offset = w->pos;
-        if ((e = out(w, L->pages.ptr, L->pages.len))) return e;
+        for (size_t k = 0; k < L->n_segs; k++)
+            if ((e = out(w, L->pages.ptr + L->segs[k].off, L->segs[k].len))) return e;
         m->type = L->ptype;
         m->encodings = fl_malloc(4 * sizeof *m->encodings);
         if (L->n_dict || L->c_plain) m->encodings[m->n_encodings++] = FL_PQ_ENC_PLAIN;
@@ -1549,6 +1577,7 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
         L->f_size += m->total_compressed_size;
         /* reset the chunk */
         fl_buf_reset(&L->pages);
+        L->n_segs = 0;
         fl_buf_reset(&L->dict);
         if (L->slots) memset(L->slots, 0, L->n_slots * sizeof *L->slots);
         if (L->bslots) memset(L->bslots, 0, L->n_slots * sizeof *L->bslots);
@@ -1592,7 +1621,7 @@ void fl_pq_writer_free(fl_pq_writer_t *w)
     for (size_t i = 0; i < w->n_leaves; i++) {
         leaf_t *L = &w->leaves[i];
         free(L->nodes); free(L->cidx); free(L->rep_at); free(L->vecs); free(L->path);
-        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots); free(L->bslots);
+        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots); free(L->bslots); free(L->segs);
         fl_buf_free(&L->plain); fl_buf_free(&L->dict); fl_buf_free(&L->pages);
         stats_free(&L->cs); stats_free(&L->fs);
     }
