@@ -192,7 +192,22 @@ static inline unsigned char *put_uvarint(unsigned char *p, uint64_t v)
     return p;
 }
 
-#define RLE_ENCODER(NAME, T)                                                        \
+/* End of the run of x in v[j..n). */
+static inline size_t run_end8(const uint8_t *v, size_t j, size_t n, uint8_t x)
+{
+    uint64_t xx = x * 0x0101010101010101ull;
+    while (j + 8 <= n && rd64(v + j) == xx) j += 8;
+    while (j < n && v[j] == x) j++;
+    return j;
+}
+
+static inline size_t run_end32(const uint32_t *v, size_t j, size_t n, uint32_t x)
+{
+    while (j < n && v[j] == x) j++;
+    return j;
+}
+
+#define RLE_ENCODER(NAME, T, RUN_END)                                                        \
 static unsigned char *NAME##_pack(unsigned char *p, const T *v, size_t cnt, int bw) \
 {                                                                                   \
     size_t groups = (cnt + 7) / 8;                                                  \
@@ -207,11 +222,18 @@ static unsigned char *NAME##_pack(unsigned char *p, const T *v, size_t cnt, int 
         }                                                                           \
         uint64_t acc = 0;                                                           \
         int bits = 0;                                                               \
+        if (bw <= 8) { /* the group fits one word: bw bytes */                      \
+            for (int k = 0; k < 8; k++) acc |= (uint64_t)src[k] << (k * bw);        \
+            memcpy(p, &acc, 8); /* within rle_bound's slack */                      \
+            p += bw;                                                                \
+            continue;                                                               \
+        }                                                                           \
         for (int k = 0; k < 8; k++) {                                               \
             acc |= (uint64_t)src[k] << bits;                                        \
             bits += bw;                                                             \
-            while (bits >= 8) { *p++ = (unsigned char)acc; acc >>= 8; bits -= 8; }  \
+            if (bits >= 32) { put_le32(p, (uint32_t)acc); p += 4; acc >>= 32; bits -= 32; } \
         }                                                                           \
+        while (bits > 0) { *p++ = (unsigned char)acc; acc >>= 8; bits -= 8; }      \
     }                                                                               \
     return p;                                                                       \
 }                                                                                   \
@@ -220,8 +242,7 @@ static unsigned char *NAME(unsigned char *p, const T *v, size_t n, int bw)      
     size_t vb = ((size_t)bw + 7) / 8, lit = 0, i = 0;                               \
     while (i < n) {                                                                 \
         T x = v[i];                                                                 \
-        size_t j = i + 1;                                                           \
-        while (j < n && v[j] == x) j++;                                             \
+        size_t j = RUN_END(v, i + 1, n, x);                                         \
         size_t run = j - i;                                                         \
         if (run >= 8) {                                                             \
             size_t pend = i - lit, pad = (8 - (pend & 7)) & 7;                      \
@@ -238,8 +259,8 @@ static unsigned char *NAME(unsigned char *p, const T *v, size_t n, int bw)      
     return p;                                                                       \
 }
 
-RLE_ENCODER(rle8, uint8_t)
-RLE_ENCODER(rle32, uint32_t)
+RLE_ENCODER(rle8, uint8_t, run_end8)
+RLE_ENCODER(rle32, uint32_t, run_end32)
 
 static size_t rle_bound(size_t n, int bw)
 {
