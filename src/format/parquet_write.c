@@ -54,8 +54,7 @@ typedef struct bslot {
     uint32_t h, idx1;          /* as dslot_t */
     uint32_t off, len;         /* value bytes in the dictionary */
     uint64_t a, b;
-    uint64_t pad;
-} bslot_t;
+} bslot_t;                     /* 32 bytes, tables cache-line aligned: one line per slot */
 
 typedef struct leaf {
     const fl_field_t *field;
@@ -886,7 +885,9 @@ static void dict_grow(leaf_t *L)
 {
     size_t ns = L->n_slots ? L->n_slots * 2 : 1024;
     if (L->pv == PV_BYTES) {
-        bslot_t *t = fl_calloc(ns, sizeof *t);
+        bslot_t *t = aligned_alloc(64, ns * sizeof *t);
+        if (!t) abort(); /* as fl_calloc */
+        memset(t, 0, ns * sizeof *t);
         for (size_t i = 0; i < L->n_slots; i++) {
             if (!L->bslots[i].idx1) continue;
             size_t p = L->bslots[i].h & (ns - 1);
