@@ -65,6 +65,7 @@ typedef struct leaf {
     const fl_vec_t **vecs;     /* [depth] the current batch's vectors */
     int max_def, max_rep, def_bits, rep_bits;
     bool in_list;
+    bool list_fast;            /* element of a top-level list: list_levels */
     int pv, st, ptype;
     int32_t type_len;
     size_t width;              /* physical fixed width (0 for BYTE_ARRAY; 1 for boolean) */
@@ -746,6 +747,7 @@ static fl_err_t add_field(bctx_t *c, const fl_field_t *f, const char *name, uint
         L->def_bits = bit_width((uint64_t)def);
         L->rep_bits = bit_width((uint64_t)rep);
         L->in_list = in_list;
+        L->list_fast = c->depth == 2 && c->nodes[0]->kind == FL_TYPE_LIST;
         L->n_path = (uint32_t)c->n_names;
         L->path = fl_calloc((size_t)c->n_names, sizeof *L->path);
         for (int i = 0; i < c->n_names; i++) {
@@ -1471,6 +1473,52 @@ static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
     return FL_OK;
 }
 
+/* Levels of rows [r0, r1) of the element of a top-level list (the common
+ * nested shape), without the recursive walk; present elements go to L->sel. */
+static fl_err_t list_levels(leaf_t *L, size_t r0, size_t r1)
+{
+    const fl_vec_t *lv = L->vecs[0], *ev = L->vecs[1];
+    const uint32_t *off = lv->offsets;
+    const uint8_t *lval = lv->valid, *eval = ev->valid;
+    bool lreq = L->nodes[0]->required, ereq = L->nodes[1]->required;
+    uint8_t d0 = lreq ? 0 : 1, dmax = (uint8_t)L->max_def;
+    size_t span = off[r1] - off[r0];
+    lev_reserve(L, span + (r1 - r0));
+    sel_reserve(L, span);
+    uint8_t *def = L->def + L->n_lev, *rep = L->rep + L->n_lev;
+    uint32_t *sel = L->sel + L->n_sel;
+    size_t nl = 0, ns = 0, nulls = 0;
+    for (size_t i = r0; i < r1; i++) {
+        if (lval && !lval[i]) {
+            if (lreq) return FL_ERR_INVALID;
+            def[nl] = 0; rep[nl] = 0; nl++; nulls++;
+            continue;
+        }
+        uint32_t b = off[i], e = off[i + 1];
+        if (b == e) { def[nl] = d0; rep[nl] = 0; nl++; nulls++; continue; }
+        if (!eval) {
+            for (uint32_t k = b; k < e; k++) { def[nl] = dmax; rep[nl] = 1; nl++; sel[ns++] = k; }
+        } else {
+            for (uint32_t k = b; k < e; k++) {
+                rep[nl] = 1;
+                if (!eval[k]) {
+                    if (ereq) return FL_ERR_INVALID;
+                    def[nl++] = (uint8_t)(d0 + 1);
+                    nulls++;
+                } else {
+                    def[nl++] = dmax;
+                    sel[ns++] = k;
+                }
+            }
+        }
+        rep[nl - (e - b)] = 0;
+    }
+    L->n_lev += nl;
+    L->n_sel += ns;
+    L->c_nulls += (int64_t)nulls;
+    return FL_OK;
+}
+
 static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
 {
     fl_err_t e;
@@ -1479,7 +1527,9 @@ static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
         size_t b1 = r1 - b0 < BLOCK ? r1 : b0 + BLOCK;
         if ((e = row_start(w, L))) return e;
         L->n_sel = 0;
-        if (L->max_rep) {
+        if (L->list_fast) {
+            if ((e = list_levels(L, b0, b1))) return e;
+        } else if (L->max_rep) {
             for (size_t i = b0; i < b1; i++)
                 if ((e = walk(L, 0, i, 0, 0))) return e;
         } else {
