@@ -75,6 +75,7 @@ typedef struct leaf {
     /* current page */
     uint8_t *def, *rep;
     size_t n_lev, cap_lev;
+    bool lev_full;             /* every definition level of the page is max_def */
     uint32_t *idx;
     size_t n_idx, cap_idx;
     uint32_t *sel;             /* leaf-vector positions of the present values of a block */
@@ -285,6 +286,20 @@ static fl_err_t put_levels(fl_buf_t *out, const uint8_t *v, size_t n, int bw)
     if (e) return e;
     unsigned char *start = (unsigned char *)out->ptr + out->len;
     unsigned char *p = rle8(start + 4, v, n, bw);
+    put_le32(start, (uint32_t)(p - start - 4));
+    out->len += (size_t)(p - start);
+    return FL_OK;
+}
+
+/* Levels of a v1 data page that are all x (n >= 8): one RLE run, the bytes
+ * put_levels would write for them. */
+static fl_err_t put_level_run(fl_buf_t *out, size_t n, uint8_t x, int bw)
+{
+    fl_err_t e = fl_buf_reserve(out, 4 + 10 + 4);
+    if (e) return e;
+    unsigned char *start = (unsigned char *)out->ptr + out->len;
+    unsigned char *p = put_uvarint(start + 4, (uint64_t)n << 1);
+    for (int b = 0; b < (bw + 7) / 8; b++) *p++ = b ? 0 : x;
     put_le32(start, (uint32_t)(p - start - 4));
     out->len += (size_t)(p - start);
     return FL_OK;
@@ -748,6 +763,7 @@ static fl_err_t add_field(bctx_t *c, const fl_field_t *f, const char *name, uint
         L->rep_bits = bit_width((uint64_t)rep);
         L->in_list = in_list;
         L->list_fast = c->depth == 2 && c->nodes[0]->kind == FL_TYPE_LIST;
+        L->lev_full = true;
         L->n_path = (uint32_t)c->n_names;
         L->path = fl_calloc((size_t)c->n_names, sizeof *L->path);
         for (int i = 0; i < c->n_names; i++) {
@@ -818,7 +834,9 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
     if (!direct) fl_buf_reset(raw);
     size_t raw0 = raw->len;
     if (L->max_rep) e = put_levels(raw, L->rep, L->n_lev, L->rep_bits);
-    if (!e && L->max_def) e = put_levels(raw, L->def, L->n_lev, L->def_bits);
+    if (!e && L->max_def)
+        e = L->lev_full && L->n_lev >= 8 ? put_level_run(raw, L->n_lev, (uint8_t)L->max_def, L->def_bits)
+                                         : put_levels(raw, L->def, L->n_lev, L->def_bits);
     int enc = FL_PQ_ENC_PLAIN;
     if (e) return e;
     if (L->dict_on && L->n_idx) {
@@ -876,6 +894,7 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
     L->c_uncomp += (int64_t)(hl + rlen);
     L->c_values += (int64_t)L->n_lev;
     L->n_lev = 0;
+    L->lev_full = true;
     L->n_idx = 0;
     fl_buf_reset(&L->plain);
     return FL_OK;
@@ -1399,6 +1418,7 @@ static fl_err_t flat_levels(leaf_t *L, size_t r0, size_t r1, bool *all)
         *all = true;
         return FL_OK;
     }
+    L->lev_full = false;
     memset(alive, 1, n);
     memset(dl, 0, n);
     for (int d = 0; d < L->depth; d++) {
@@ -1444,6 +1464,7 @@ static inline void lev_push(leaf_t *L, int def, int rep)
 
 static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
 {
+    L->lev_full = false;
     const fl_vec_t *v = L->vecs[d];
     const fl_field_t *f = L->nodes[d];
     if (v->valid && !v->valid[i]) {
@@ -1483,6 +1504,7 @@ static fl_err_t list_levels(leaf_t *L, size_t r0, size_t r1)
     bool lreq = L->nodes[0]->required, ereq = L->nodes[1]->required;
     uint8_t d0 = lreq ? 0 : 1, dmax = (uint8_t)L->max_def;
     size_t span = off[r1] - off[r0];
+    L->lev_full = false;
     lev_reserve(L, span + (r1 - r0));
     sel_reserve(L, span);
     uint8_t *def = L->def + L->n_lev, *rep = L->rep + L->n_lev;
