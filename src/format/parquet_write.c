@@ -1117,6 +1117,37 @@ static void add_dict_bytes(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, si
         if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
         size_t mask = L->n_slots - 1, plain = 0;
         const bslot_t *slots = L->bslots;
+        if (L->n_slots <= 2048) { /* a table in L1/L2: look up in one pass, no prefetch */
+            uint32_t *out = L->idx + L->n_idx;
+            for (size_t k = 0; k < c; k++) {
+                size_t i = AT(b0 + k);
+                uint32_t o = off[i], n = off[i + 1] - o, h;
+                const unsigned char *p = bytes + o;
+                uint64_t a, b, hh;
+                if (n <= 16) {
+                    bkey(p, n, &a, &b);
+                    hh = mum(mum(a ^ k1, b ^ (n * k3)), k2);
+                } else {
+                    a = b = 0;
+                    hh = hash_bytes(p, n);
+                }
+                h = (uint32_t)(hh ^ (hh >> 32));
+                plain += n;
+                for (size_t sl = h & mask;; sl = (sl + 1) & mask) {
+                    const bslot_t *e = &slots[sl];
+                    if (!e->idx1) { out[k] = bdict_insert(L, sl, p, n, h, a, b); break; }
+                    if (e->h == h && e->len == n &&
+                        (n <= 16 ? (e->a == a && e->b == b)
+                                 : bytes_eq((const unsigned char *)L->dict.ptr + e->off, p, n))) {
+                        out[k] = e->idx1 - 1;
+                        break;
+                    }
+                }
+            }
+            L->n_idx += c;
+            L->dict_plain += plain + 4 * c;
+            continue;
+        }
         for (size_t k = 0; k < c; k++) {
             size_t i = AT(b0 + k);
             uint32_t o = off[i], n = off[i + 1] - o;
