@@ -1047,6 +1047,7 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
 
 #define BLOCK 256   /* rows shredded between page checks */
 #define HBATCH 32   /* dictionary lookups hashed (and prefetched) ahead */
+#define NESTED_LEVELS 4096 /* level entries of repeated columns between page checks */
 
 static void lev_reserve(leaf_t *L, size_t n)
 {
@@ -1576,15 +1577,24 @@ static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
 {
     fl_err_t e;
     const fl_vec_t *lv = L->vecs[L->depth - 1];
-    for (size_t b0 = r0; b0 < r1; b0 += BLOCK) {
-        size_t b1 = r1 - b0 < BLOCK ? r1 : b0 + BLOCK;
+    for (size_t b0 = r0, b1; b0 < r1; b0 = b1) {
+        b1 = r1 - b0 < BLOCK ? r1 : b0 + BLOCK;
         if ((e = row_start(w, L))) return e;
         L->n_sel = 0;
         if (L->list_fast) {
+            /* long lists: fewer rows, so pages and dictionaries are checked often enough */
+            const uint32_t *off = L->vecs[0]->offsets;
+            size_t lim = b0 + 1;
+            while (lim < b1 && off[lim + 1] - off[b0] <= NESTED_LEVELS) lim++;
+            b1 = lim;
             if ((e = list_levels(L, b0, b1))) return e;
         } else if (L->max_rep) {
-            for (size_t i = b0; i < b1; i++)
-                if ((e = walk(L, 0, i, 0, 0))) return e;
+            size_t lev0 = L->n_lev, i = b0;
+            while (i < b1) {
+                if ((e = walk(L, 0, i++, 0, 0))) return e;
+                if (L->n_lev - lev0 >= NESTED_LEVELS) break;
+            }
+            b1 = i;
         } else {
             bool all;
             if ((e = flat_levels(L, b0, b1, &all))) return e;

@@ -418,11 +418,11 @@ static void rt_fill(fl_vec_t *v, int rows, uint64_t *seed)
         fl_vec_t *l1 = &v->children[5];
         if (r % 10 == 0) fl_vec_append_null(l1);
         else {
-            unsigned n = (unsigned)((r >> 20) % 5);
+            unsigned n = r % 997 == 0 ? 6000 : (unsigned)((r >> 20) % 5); /* some lists span pages */
             for (unsigned k = 0; k < n; k++) {
-                if ((r >> (24 + k)) % 6 == 0) fl_vec_append_null(&l1->children[0]);
+                if ((r >> (24 + k % 8)) % 6 == 0) fl_vec_append_null(&l1->children[0]);
                 else {
-                    int m = snprintf(buf, sizeof buf, "tag-%u-long-enough-to-pass-16", (unsigned)((r >> (30 + k)) % 40));
+                    int m = snprintf(buf, sizeof buf, "tag-%u-long-enough-to-pass-16", (unsigned)((r >> (30 + k % 8)) % 40));
                     fl_vec_append_bytes(&l1->children[0], buf, (size_t)(k % 2 ? m : 5));
                 }
             }
