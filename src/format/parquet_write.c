@@ -22,9 +22,9 @@
 
 #define MAX_DEPTH 64           /* nodes on the path from a top-level column to a leaf */
 #define SLICE_ROWS 4096        /* rows shredded between row-group size checks */
-#define CHECK_EVERY 16         /* level entries between page size checks */
 #define DICT_PROBE 65536       /* values after which a chunk's dictionary must pay off */
 #define MAX_STAT_BYTES 4096    /* longer byte-array min/max are left out of the footer */
+#define HDR_GAP 64             /* room left before a page body for its header */
 
 /* statistics categories */
 enum { ST_BOOL, ST_INT, ST_FLT, ST_DEC, ST_BYTES };
@@ -47,6 +47,15 @@ typedef struct dslot {
     uint64_t val;
 } dslot_t;
 
+/* A byte-array dictionary slot: values of up to 16 bytes are kept inline
+ * (a, b: the two overlapping loads of bkey), so a hit reads no dictionary
+ * bytes; longer ones are compared at their dictionary offset. */
+typedef struct bslot {
+    uint32_t h, idx1;          /* as dslot_t */
+    uint32_t off, len;         /* value bytes in the dictionary */
+    uint64_t a, b;
+} bslot_t;                     /* 32 bytes, tables cache-line aligned: one line per slot */
+
 typedef struct leaf {
     const fl_field_t *field;
     int depth;
@@ -56,6 +65,7 @@ typedef struct leaf {
     const fl_vec_t **vecs;     /* [depth] the current batch's vectors */
     int max_def, max_rep, def_bits, rep_bits;
     bool in_list;
+    bool list_fast;            /* element of a top-level list: list_levels */
     int pv, st, ptype;
     int32_t type_len;
     size_t width;              /* physical fixed width (0 for BYTE_ARRAY; 1 for boolean) */
@@ -64,9 +74,12 @@ typedef struct leaf {
 
     /* current page */
     uint8_t *def, *rep;
-    size_t n_lev, cap_lev, next_check;
+    size_t n_lev, cap_lev;
+    bool lev_full;             /* every definition level of the page is max_def */
     uint32_t *idx;
     size_t n_idx, cap_idx;
+    uint32_t *sel;             /* leaf-vector positions of the present values of a block */
+    size_t n_sel, cap_sel;
     fl_buf_t plain;
 
     /* dictionary of the chunk */
@@ -76,10 +89,13 @@ typedef struct leaf {
     fl_buf_t dict;             /* PLAIN-encoded values */
     uint32_t n_dict;
     struct dslot *slots;       /* open addressing, linear probing; idx1 == 0: empty */
+    struct bslot *bslots;      /* the same for BYTE_ARRAY columns (slots is then NULL) */
     size_t n_slots;
 
     /* chunk */
-    fl_buf_t pages;
+    fl_buf_t pages;            /* page bodies, each after a HDR_GAP gap that ends with its header */
+    struct seg { size_t off, len; } *segs; /* [n_segs] header + body of each page in pages */
+    size_t n_segs, cap_segs;
     int64_t c_values, c_nulls, c_nans, c_uncomp;
     bool c_plain, c_dict;      /* encodings of data pages */
     stats_t cs;
@@ -134,23 +150,24 @@ static inline uint64_t hash_bytes(const unsigned char *p, size_t n)
 {
     const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull,
                    k3 = 0x8ebc6af09c88c6e3ull;
-    uint64_t h = 0x243f6a8885a308d3ull ^ (n * k3);
-    while (n >= 16) {
+    uint64_t h = 0x243f6a8885a308d3ull ^ (n * k3), a, b;
+    if (n <= 16) { /* two (overlapping) loads, no loop */
+        if (n >= 8) { a = rd64(p); b = rd64(p + n - 8); }
+        else if (n >= 4) {
+            uint32_t x, y;
+            memcpy(&x, p, 4); memcpy(&y, p + n - 4, 4);
+            a = x; b = y;
+        } else if (n) { a = (uint64_t)p[0] << 16 | (uint64_t)p[n >> 1] << 8 | p[n - 1]; b = 0; }
+        else a = b = 0;
+        return mum(mum(a ^ k1, b ^ h), k2);
+    }
+    while (n > 16) {
         h = mum(rd64(p) ^ k1, rd64(p + 8) ^ h);
         p += 16;
         n -= 16;
     }
-    if (n >= 8) {
-        h = mum(rd64(p) ^ k1, h ^ k2);
-        p += 8;
-        n -= 8;
-    }
-    if (n) {
-        uint64_t t = 0;
-        memcpy(&t, p, n);
-        h = mum(t ^ k3, h ^ k2);
-    }
-    return mum(h ^ k1, k2);
+    p += n;
+    return mum(mum(rd64(p - 16) ^ k3, rd64(p - 8) ^ h), k2);
 }
 
 static inline uint32_t hash32(const unsigned char *p, size_t n)
@@ -176,7 +193,22 @@ static inline unsigned char *put_uvarint(unsigned char *p, uint64_t v)
     return p;
 }
 
-#define RLE_ENCODER(NAME, T)                                                        \
+/* End of the run of x in v[j..n). */
+static inline size_t run_end8(const uint8_t *v, size_t j, size_t n, uint8_t x)
+{
+    uint64_t xx = x * 0x0101010101010101ull;
+    while (j + 8 <= n && rd64(v + j) == xx) j += 8;
+    while (j < n && v[j] == x) j++;
+    return j;
+}
+
+static inline size_t run_end32(const uint32_t *v, size_t j, size_t n, uint32_t x)
+{
+    while (j < n && v[j] == x) j++;
+    return j;
+}
+
+#define RLE_ENCODER(NAME, T, RUN_END)                                                        \
 static unsigned char *NAME##_pack(unsigned char *p, const T *v, size_t cnt, int bw) \
 {                                                                                   \
     size_t groups = (cnt + 7) / 8;                                                  \
@@ -191,11 +223,18 @@ static unsigned char *NAME##_pack(unsigned char *p, const T *v, size_t cnt, int 
         }                                                                           \
         uint64_t acc = 0;                                                           \
         int bits = 0;                                                               \
+        if (bw <= 8) { /* the group fits one word: bw bytes */                      \
+            for (int k = 0; k < 8; k++) acc |= (uint64_t)src[k] << (k * bw);        \
+            memcpy(p, &acc, 8); /* within rle_bound's slack */                      \
+            p += bw;                                                                \
+            continue;                                                               \
+        }                                                                           \
         for (int k = 0; k < 8; k++) {                                               \
             acc |= (uint64_t)src[k] << bits;                                        \
             bits += bw;                                                             \
-            while (bits >= 8) { *p++ = (unsigned char)acc; acc >>= 8; bits -= 8; }  \
+            if (bits >= 32) { put_le32(p, (uint32_t)acc); p += 4; acc >>= 32; bits -= 32; } \
         }                                                                           \
+        while (bits > 0) { *p++ = (unsigned char)acc; acc >>= 8; bits -= 8; }      \
     }                                                                               \
     return p;                                                                       \
 }                                                                                   \
@@ -204,8 +243,7 @@ static unsigned char *NAME(unsigned char *p, const T *v, size_t n, int bw)      
     size_t vb = ((size_t)bw + 7) / 8, lit = 0, i = 0;                               \
     while (i < n) {                                                                 \
         T x = v[i];                                                                 \
-        size_t j = i + 1;                                                           \
-        while (j < n && v[j] == x) j++;                                             \
+        size_t j = RUN_END(v, i + 1, n, x);                                         \
         size_t run = j - i;                                                         \
         if (run >= 8) {                                                             \
             size_t pend = i - lit, pad = (8 - (pend & 7)) & 7;                      \
@@ -222,8 +260,8 @@ static unsigned char *NAME(unsigned char *p, const T *v, size_t n, int bw)      
     return p;                                                                       \
 }
 
-RLE_ENCODER(rle8, uint8_t)
-RLE_ENCODER(rle32, uint32_t)
+RLE_ENCODER(rle8, uint8_t, run_end8)
+RLE_ENCODER(rle32, uint32_t, run_end32)
 
 static size_t rle_bound(size_t n, int bw)
 {
@@ -248,6 +286,20 @@ static fl_err_t put_levels(fl_buf_t *out, const uint8_t *v, size_t n, int bw)
     if (e) return e;
     unsigned char *start = (unsigned char *)out->ptr + out->len;
     unsigned char *p = rle8(start + 4, v, n, bw);
+    put_le32(start, (uint32_t)(p - start - 4));
+    out->len += (size_t)(p - start);
+    return FL_OK;
+}
+
+/* Levels of a v1 data page that are all x (n >= 8): one RLE run, the bytes
+ * put_levels would write for them. */
+static fl_err_t put_level_run(fl_buf_t *out, size_t n, uint8_t x, int bw)
+{
+    fl_err_t e = fl_buf_reserve(out, 4 + 10 + 4);
+    if (e) return e;
+    unsigned char *start = (unsigned char *)out->ptr + out->len;
+    unsigned char *p = put_uvarint(start + 4, (uint64_t)n << 1);
+    for (int b = 0; b < (bw + 7) / 8; b++) *p++ = b ? 0 : x;
     put_le32(start, (uint32_t)(p - start - 4));
     out->len += (size_t)(p - start);
     return FL_OK;
@@ -389,8 +441,27 @@ static inline bool flt_lt(double a, double b)
 static inline int bytes_cmp(const void *a, size_t an, const void *b, size_t bn)
 {
     size_t m = an < bn ? an : bn;
+    if (m >= 8) { /* most orders are decided by the first 8 bytes */
+        uint64_t x = __builtin_bswap64(rd64(a)), y = __builtin_bswap64(rd64(b));
+        if (x != y) return x < y ? -1 : 1;
+    }
     int c = m ? memcmp(a, b, m) : 0;
     return c ? c : (an < bn ? -1 : an > bn);
+}
+
+static inline uint32_t rd32(const unsigned char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+
+/* a[0..n) == b[0..n), without a call for short values */
+static inline bool bytes_eq(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    if (n >= 8) {
+        if (n <= 16) return !((rd64(a) ^ rd64(b)) | (rd64(a + n - 8) ^ rd64(b + n - 8)));
+        return !memcmp(a, b, n);
+    }
+    if (n >= 4) return !((rd32(a) ^ rd32(b)) | (rd32(a + n - 4) ^ rd32(b + n - 4)));
+    for (size_t k = 0; k < n; k++)
+        if (a[k] != b[k]) return false;
+    return true;
 }
 
 static inline void buf_set(fl_buf_t *b, const void *p, size_t n)
@@ -691,6 +762,8 @@ static fl_err_t add_field(bctx_t *c, const fl_field_t *f, const char *name, uint
         L->def_bits = bit_width((uint64_t)def);
         L->rep_bits = bit_width((uint64_t)rep);
         L->in_list = in_list;
+        L->list_fast = c->depth == 2 && c->nodes[0]->kind == FL_TYPE_LIST;
+        L->lev_full = true;
         L->n_path = (uint32_t)c->n_names;
         L->path = fl_calloc((size_t)c->n_names, sizeof *L->path);
         for (int i = 0; i < c->n_names; i++) {
@@ -701,7 +774,6 @@ static fl_err_t add_field(bctx_t *c, const fl_field_t *f, const char *name, uint
         fl_buf_init(&L->dict, 0);
         fl_buf_init(&L->pages, 0);
         L->dict_on = w->o.dictionary && f->kind != FL_TYPE_BOOLEAN;
-        L->next_check = CHECK_EVERY;
         e = set_leaf_type(se, L, f);
         break;
     }
@@ -749,11 +821,22 @@ static size_t page_est(const leaf_t *L)
 static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
 {
     if (!L->n_lev) return FL_OK;
-    fl_buf_t *raw = &w->raw;
-    fl_err_t e = FL_OK;
-    fl_buf_reset(raw);
+    /* The page body is built in w->raw and compressed straight into L->pages
+     * after a gap, or, without a codec, built in L->pages itself; the header,
+     * encoded once the sizes are known, goes at the end of the gap. */
+    fl_buf_t *pages = &L->pages;
+    bool direct = w->o.codec == FL_CODEC_NONE;
+    size_t base = pages->len;
+    fl_err_t e = fl_buf_reserve(pages, HDR_GAP);
+    if (e) return e;
+    pages->len += HDR_GAP;
+    fl_buf_t *raw = direct ? pages : &w->raw;
+    if (!direct) fl_buf_reset(raw);
+    size_t raw0 = raw->len;
     if (L->max_rep) e = put_levels(raw, L->rep, L->n_lev, L->rep_bits);
-    if (!e && L->max_def) e = put_levels(raw, L->def, L->n_lev, L->def_bits);
+    if (!e && L->max_def)
+        e = L->lev_full && L->n_lev >= 8 ? put_level_run(raw, L->n_lev, (uint8_t)L->max_def, L->def_bits)
+                                         : put_levels(raw, L->def, L->n_lev, L->def_bits);
     int enc = FL_PQ_ENC_PLAIN;
     if (e) return e;
     if (L->dict_on && L->n_idx) {
@@ -776,28 +859,43 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
         if (L->plain.len && (e = fl_buf_add(raw, L->plain.ptr, L->plain.len))) return e;
         L->c_plain = true;
     }
-    const char *data;
-    size_t dlen;
-    if ((e = compress(w, raw, &data, &dlen))) return e;
-    if (raw->len > INT32_MAX || dlen > INT32_MAX || L->n_lev > INT32_MAX) return FL_ERR_TOO_LARGE;
+    size_t rlen = raw->len - raw0;
+    if (!direct && (e = fl_codec_compress(w->o.codec, w->o.level, raw->ptr ? raw->ptr : "", rlen, pages)))
+        return e;
+    size_t body = base + HDR_GAP, dlen = pages->len - body;
+    if (rlen > INT32_MAX || dlen > INT32_MAX || L->n_lev > INT32_MAX) return FL_ERR_TOO_LARGE;
     fl_pq_page_header_t h;
     memset(&h, 0, sizeof h);
     h.type = FL_PQ_DATA_PAGE;
-    h.uncompressed_page_size = (int32_t)raw->len;
+    h.uncompressed_page_size = (int32_t)rlen;
     h.compressed_page_size = (int32_t)dlen;
     h.has_data_page = true;
     h.data_page.num_values = (int32_t)L->n_lev;
     h.data_page.encoding = enc;
     h.data_page.definition_level_encoding = FL_PQ_ENC_RLE;
     h.data_page.repetition_level_encoding = FL_PQ_ENC_RLE;
-    size_t before = L->pages.len;
-    if ((e = fl_pq_page_header_encode(&h, &L->pages))) return e;
-    L->c_uncomp += (int64_t)(L->pages.len - before + raw->len);
-    if ((e = fl_buf_add(&L->pages, data, dlen))) return e;
+    fl_buf_reset(&w->hdr);
+    if ((e = fl_pq_page_header_encode(&h, &w->hdr))) return e;
+    size_t hl = w->hdr.len;
+    if (hl > HDR_GAP) { /* not for any header this writer makes; kept correct anyway */
+        if ((e = fl_buf_reserve(pages, hl - HDR_GAP))) return e;
+        memmove(pages->ptr + base + hl, pages->ptr + body, dlen);
+        pages->len += hl - HDR_GAP;
+        body = base + hl;
+    }
+    memcpy(pages->ptr + body - hl, w->hdr.ptr, hl);
+    if (L->n_segs == L->cap_segs) {
+        L->cap_segs = L->cap_segs ? L->cap_segs * 2 : 16;
+        L->segs = fl_realloc(L->segs, L->cap_segs * sizeof *L->segs);
+    }
+    L->segs[L->n_segs].off = body - hl;
+    L->segs[L->n_segs].len = hl + dlen;
+    L->n_segs++;
+    L->c_uncomp += (int64_t)(hl + rlen);
     L->c_values += (int64_t)L->n_lev;
     L->n_lev = 0;
+    L->lev_full = true;
     L->n_idx = 0;
-    L->next_check = CHECK_EVERY;
     fl_buf_reset(&L->plain);
     return FL_OK;
 }
@@ -807,6 +905,21 @@ static fl_err_t flush_page(fl_pq_writer_t *w, leaf_t *L)
 static void dict_grow(leaf_t *L)
 {
     size_t ns = L->n_slots ? L->n_slots * 2 : 1024;
+    if (L->pv == PV_BYTES) {
+        bslot_t *t = aligned_alloc(64, ns * sizeof *t);
+        if (!t) abort(); /* as fl_calloc */
+        memset(t, 0, ns * sizeof *t);
+        for (size_t i = 0; i < L->n_slots; i++) {
+            if (!L->bslots[i].idx1) continue;
+            size_t p = L->bslots[i].h & (ns - 1);
+            while (t[p].idx1) p = (p + 1) & (ns - 1);
+            t[p] = L->bslots[i];
+        }
+        free(L->bslots);
+        L->bslots = t;
+        L->n_slots = ns;
+        return;
+    }
     dslot_t *t = fl_calloc(ns, sizeof *t);
     for (size_t i = 0; i < L->n_slots; i++) {
         if (!L->slots[i].idx1) continue;
@@ -856,9 +969,29 @@ static inline uint64_t small_val(const unsigned char *p, size_t n)
 }
 
 /* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
+/* Add p[0..n) to the dictionary at free slot s (capacity already ensured). */
+static __attribute__((noinline)) uint32_t dict_insert(leaf_t *L, size_t s, const unsigned char *p, size_t n,
+                                                      __int128 x, uint32_t h, uint64_t key)
+{
+    uint32_t k = L->n_dict++;
+    dslot_t *e = &L->slots[s];
+    e->h = h;
+    e->idx1 = k + 1;
+    e->val = key;
+    if (!L->width) {
+        if (fl_buf_reserve(&L->dict, n + 4)) abort();
+        put_le32((unsigned char *)L->dict.ptr + L->dict.len, (uint32_t)n);
+        L->dict.len += 4;
+        e->val = (uint64_t)L->dict.len << 32 | n;
+    }
+    if (fl_buf_add(&L->dict, p, n)) abort();
+    stats_update(L, &L->cs, p, n, x);
+    return k;
+}
+
+/* Index of p[0..n) in the dictionary, adding it (and updating the chunk stats) if new. */
 static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n, __int128 x, uint32_t h)
 {
-    if (L->n_dict * 2 >= L->n_slots) dict_grow(L);
     size_t mask = L->n_slots - 1, s = h & mask;
     const unsigned char *d = (const unsigned char *)L->dict.ptr;
     uint64_t key = L->width && L->width <= 8 ? small_val(p, n) : 0;
@@ -869,54 +1002,17 @@ static inline uint32_t dict_index_h(leaf_t *L, const unsigned char *p, size_t n,
             if (L->width && L->width <= 8) {
                 if (e->val == key) return e->idx1 - 1;
             } else if (!L->width) {
-                if ((uint32_t)e->val == n && !memcmp(d + (e->val >> 32), p, n)) return e->idx1 - 1;
-            } else if (!memcmp(d + (size_t)(e->idx1 - 1) * n, p, n)) {
+                if ((uint32_t)e->val == n && bytes_eq(d + (e->val >> 32), p, n)) return e->idx1 - 1;
+            } else if (bytes_eq(d + (size_t)(e->idx1 - 1) * n, p, n)) {
                 return e->idx1 - 1;
             }
         }
         s = (s + 1) & mask;
     }
-    uint32_t k = L->n_dict++;
-    dslot_t *e = &L->slots[s];
-    e->h = h;
-    e->idx1 = k + 1;
-    e->val = key;
-    if (!L->width) {
-        unsigned char lenb[4];
-        put_le32(lenb, (uint32_t)n);
-        if (fl_buf_add(&L->dict, lenb, 4)) abort();
-        e->val = (uint64_t)L->dict.len << 32 | n;
-    }
-    if (fl_buf_add(&L->dict, p, n)) abort();
-    stats_update(L, &L->cs, p, n, x);
-    return k;
+    return dict_insert(L, s, p, n, x, h, key);
 }
 
-static inline uint32_t dict_index(leaf_t *L, const unsigned char *p, size_t n, __int128 x)
-{
-    return dict_index_h(L, p, n, x, hash32(p, n));
-}
-
-static inline void lev_push(leaf_t *L, int def, int rep)
-{
-    if (L->max_def | L->max_rep) {
-        if (L->n_lev == L->cap_lev) {
-            L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
-            if (L->max_def) L->def = fl_realloc(L->def, L->cap_lev);
-            if (L->max_rep) L->rep = fl_realloc(L->rep, L->cap_lev);
-        }
-        if (L->max_def) L->def[L->n_lev] = (uint8_t)def;
-        if (L->max_rep) L->rep[L->n_lev] = (uint8_t)rep;
-    }
-    L->n_lev++;
-}
-
-static inline void emit_null(leaf_t *L, int def, int rep)
-{
-    lev_push(L, def, rep);
-    L->c_nulls++;
-}
-
+/* One PLAIN value (the dictionary is off). */
 static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
 {
     unsigned char tmp[16];
@@ -937,17 +1033,6 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
         double f; memcpy(&f, p, 8);
         if (isnan(f)) L->c_nans++;
     }
-    if (L->dict_on) {
-        uint32_t k = dict_index(L, p, n, x);
-        L->dict_vals++;
-        L->dict_plain += L->width ? n : n + 4;
-        if (L->n_idx == L->cap_idx) {
-            L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
-            L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
-        }
-        L->idx[L->n_idx++] = k;
-        return;
-    }
     stats_update(L, &L->cs, p, n, x);
     if (L->width) {
         if (fl_buf_add(&L->plain, p, n)) abort();
@@ -960,101 +1045,372 @@ static inline void add_value(leaf_t *L, const fl_vec_t *v, size_t i)
     }
 }
 
-static inline void emit_value(leaf_t *L, const fl_vec_t *v, size_t i, int rep)
-{
-    lev_push(L, L->max_def, rep);
-    add_value(L, v, i);
-}
-
-#define BLOCK 256   /* rows of a top-level column handled between page checks */
+#define BLOCK 256   /* rows shredded between page checks */
 #define HBATCH 32   /* dictionary lookups hashed (and prefetched) ahead */
+#define NESTED_LEVELS 4096 /* level entries of repeated columns between page checks */
 
-/* Rows [i0, i1) of a top-level primitive column, in bulk. */
-static void flat_block(leaf_t *L, const fl_vec_t *v, size_t i0, size_t i1)
+static void lev_reserve(leaf_t *L, size_t n)
 {
-    size_t n = i1 - i0;
-    const uint8_t *valid = v->valid;
-    size_t nulls = 0;
-    if (L->max_def) {
-        if (L->n_lev + n > L->cap_lev) {
-            while (L->n_lev + n > L->cap_lev) L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
-            L->def = fl_realloc(L->def, L->cap_lev);
-        }
-        uint8_t *d = L->def + L->n_lev;
-        if (valid) {
-            memcpy(d, valid + i0, n);
-            size_t ones = 0;
-            for (size_t k = 0; k < n; k++) ones += d[k];
-            nulls = n - ones;
-        } else {
-            memset(d, 1, n);
-        }
-    }
-    L->n_lev += n;
-    L->c_nulls += (int64_t)nulls;
-    if (!nulls) valid = NULL;
-    if (L->dict_on) {
-        if (L->n_idx + n > L->cap_idx) {
-            while (L->n_idx + n > L->cap_idx) L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
-            L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
-        }
-        bool flt = L->pv == PV_F32 || L->pv == PV_F64;
-        L->dict_vals += n - nulls;
-        for (size_t b0 = i0; b0 < i1; b0 += HBATCH) {
-            size_t b1 = i1 - b0 < HBATCH ? i1 : b0 + HBATCH, m = 0;
-            uint32_t hs[HBATCH];
-            const unsigned char *ps[HBATCH];
-            size_t ns[HBATCH];
-            __int128 xs[HBATCH];
-            unsigned char tmp[HBATCH][16];
-            if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
-            for (size_t i = b0; i < b1; i++) {
-                if (valid && !valid[i]) continue;
-                xs[m] = 0;
-                phys(L, v, i, tmp[m], &ps[m], &ns[m], &xs[m]);
-                hs[m] = hash32(ps[m], ns[m]);
-                __builtin_prefetch(&L->slots[hs[m] & (L->n_slots - 1)]);
-                m++;
-            }
-            for (size_t k = 0; k < m; k++) {
-                if (flt) {
-                    if (ns[k] == 4) { float f; memcpy(&f, ps[k], 4); L->c_nans += isnan(f); }
-                    else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
-                }
-                L->idx[L->n_idx++] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
-                L->dict_plain += L->width ? ns[k] : ns[k] + 4;
-            }
-        }
-        return;
-    }
-    if (!valid && (L->pv == PV_I32 || L->pv == PV_I64)) {
-        size_t w = L->width;
-        if (fl_buf_add(&L->plain, v->data + i0 * w, n * w)) abort();
-        int64_t mn, mx;
-        if (w == 4) {
-            const int32_t *a = (const int32_t *)v->data + i0;
-            int32_t lo = a[0], hi = a[0];
-            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
-            mn = lo; mx = hi;
-        } else {
-            const int64_t *a = (const int64_t *)v->data + i0;
-            int64_t lo = a[0], hi = a[0];
-            for (size_t k = 1; k < n; k++) { lo = a[k] < lo ? a[k] : lo; hi = a[k] > hi ? a[k] : hi; }
-            mn = lo; mx = hi;
-        }
-        stat_int(&L->cs, mn);
-        stat_int(&L->cs, mx);
-        return;
-    }
-    for (size_t i = i0; i < i1; i++)
-        if (!valid || valid[i]) add_value(L, v, i);
+    if (L->n_lev + n <= L->cap_lev) return;
+    while (L->n_lev + n > L->cap_lev) L->cap_lev = L->cap_lev ? L->cap_lev * 2 : 1024;
+    if (L->max_def) L->def = fl_realloc(L->def, L->cap_lev);
+    if (L->max_rep) L->rep = fl_realloc(L->rep, L->cap_lev);
 }
 
-/* Before a row's first level entry: cut the page, or leave the dictionary. */
-static inline fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
+static void sel_reserve(leaf_t *L, size_t n)
 {
-    if (L->n_lev < L->next_check) return FL_OK;
-    L->next_check = L->n_lev + CHECK_EVERY;
+    if (L->n_sel + n <= L->cap_sel) return;
+    while (L->n_sel + n > L->cap_sel) L->cap_sel = L->cap_sel ? L->cap_sel * 2 : 1024;
+    L->sel = fl_realloc(L->sel, L->cap_sel * sizeof *L->sel);
+}
+
+static void idx_reserve(leaf_t *L, size_t n)
+{
+    if (L->n_idx + n <= L->cap_idx) return;
+    while (L->n_idx + n > L->cap_idx) L->cap_idx = L->cap_idx ? L->cap_idx * 2 : 1024;
+    L->idx = fl_realloc(L->idx, L->cap_idx * sizeof *L->idx);
+}
+
+/* Value sel[k] (or i0 + k when sel is NULL) of a bulk add. */
+#define AT(k) (sel ? (size_t)sel[k] : i0 + (k))
+
+/* Inline key of a byte array of up to 16 bytes: equal (n, a, b) iff equal bytes. */
+static inline void bkey(const unsigned char *p, uint32_t n, uint64_t *a, uint64_t *b)
+{
+    if (n >= 8) { *a = rd64(p); *b = rd64(p + n - 8); }
+    else if (n >= 4) { *a = rd32(p) | (uint64_t)rd32(p + n - 4) << 32; *b = 0; }
+    else { *a = n ? (uint64_t)p[0] | (uint64_t)p[n >> 1] << 8 | (uint64_t)p[n - 1] << 16 : 0; *b = 0; }
+}
+
+static __attribute__((noinline)) uint32_t bdict_insert(leaf_t *L, size_t s, const unsigned char *p,
+                                                       uint32_t n, uint32_t h, uint64_t a, uint64_t b)
+{
+    uint32_t k = L->n_dict++;
+    bslot_t *e = &L->bslots[s];
+    if (fl_buf_reserve(&L->dict, (size_t)n + 4)) abort();
+    put_le32((unsigned char *)L->dict.ptr + L->dict.len, n);
+    L->dict.len += 4;
+    e->h = h;
+    e->idx1 = k + 1;
+    e->off = (uint32_t)L->dict.len;
+    e->len = n;
+    e->a = a;
+    e->b = b;
+    if (n) memcpy(L->dict.ptr + L->dict.len, p, n);
+    L->dict.len += n;
+    L->dict.ptr[L->dict.len] = 0;
+    stat_bytes(&L->cs, p, n);
+    return k;
+}
+
+/* Dictionary indices of m byte-array values of v. */
+static void add_dict_bytes(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    const uint32_t *off = v->offsets;
+    const unsigned char *bytes = v->bytes ? v->bytes : (const unsigned char *)"";
+    const uint64_t k1 = 0xa0761d6478bd642full, k2 = 0xe7037ed1a0b428dbull, k3 = 0x8ebc6af09c88c6e3ull;
+    L->dict_vals += m;
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;
+        uint32_t hs[HBATCH], ns[HBATCH];
+        uint64_t as[HBATCH], bs[HBATCH];
+        const unsigned char *ps[HBATCH];
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
+        size_t mask = L->n_slots - 1, plain = 0;
+        const bslot_t *slots = L->bslots;
+        if (L->n_slots <= 2048) { /* a table in L1/L2: look up in one pass, no prefetch */
+            uint32_t *out = L->idx + L->n_idx;
+            for (size_t k = 0; k < c; k++) {
+                size_t i = AT(b0 + k);
+                uint32_t o = off[i], n = off[i + 1] - o, h;
+                const unsigned char *p = bytes + o;
+                uint64_t a, b, hh;
+                if (n <= 16) {
+                    bkey(p, n, &a, &b);
+                    hh = mum(mum(a ^ k1, b ^ (n * k3)), k2);
+                } else {
+                    a = b = 0;
+                    hh = hash_bytes(p, n);
+                }
+                h = (uint32_t)(hh ^ (hh >> 32));
+                plain += n;
+                for (size_t sl = h & mask;; sl = (sl + 1) & mask) {
+                    const bslot_t *e = &slots[sl];
+                    if (!e->idx1) { out[k] = bdict_insert(L, sl, p, n, h, a, b); break; }
+                    if (e->h == h && e->len == n &&
+                        (n <= 16 ? (e->a == a && e->b == b)
+                                 : bytes_eq((const unsigned char *)L->dict.ptr + e->off, p, n))) {
+                        out[k] = e->idx1 - 1;
+                        break;
+                    }
+                }
+            }
+            L->n_idx += c;
+            L->dict_plain += plain + 4 * c;
+            continue;
+        }
+        for (size_t k = 0; k < c; k++) {
+            size_t i = AT(b0 + k);
+            uint32_t o = off[i], n = off[i + 1] - o;
+            const unsigned char *p = bytes + o;
+            uint64_t h;
+            ns[k] = n;
+            ps[k] = p;
+            if (n <= 16) {
+                bkey(p, n, &as[k], &bs[k]);
+                h = mum(mum(as[k] ^ k1, bs[k] ^ (n * k3)), k2);
+            } else {
+                as[k] = bs[k] = 0;
+                h = hash_bytes(p, n);
+            }
+            hs[k] = (uint32_t)(h ^ (h >> 32));
+            __builtin_prefetch(&slots[hs[k] & mask]);
+            plain += n;
+        }
+        uint32_t *out = L->idx + L->n_idx;
+        for (size_t k = 0; k < c; k++) {
+            uint32_t h = hs[k], n = ns[k];
+            uint64_t a = as[k], b = bs[k];
+            size_t sl = h & mask;
+            for (;;) {
+                const bslot_t *e = &slots[sl];
+                if (!e->idx1) { out[k] = bdict_insert(L, sl, ps[k], n, h, a, b); break; }
+                if (e->h == h && e->len == n &&
+                    (n <= 16 ? (e->a == a && e->b == b)
+                             : bytes_eq((const unsigned char *)L->dict.ptr + e->off, ps[k], n))) {
+                    out[k] = e->idx1 - 1;
+                    break;
+                }
+                sl = (sl + 1) & mask;
+            }
+        }
+        L->n_idx += c;
+        L->dict_plain += plain + 4 * c;
+    }
+}
+
+/* Dictionary indices of m 4- or 8-byte int/float values of v (T: their bits). */
+#define ADD_DICT_FIXED(NAME, T, FT)                                                     \
+static void NAME(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m) \
+{                                                                                       \
+    const T *a = (const T *)(const void *)v->data;                                      \
+    bool flt = L->st == ST_FLT;                                                         \
+    L->dict_vals += m;                                                                  \
+    L->dict_plain += m * sizeof(T);                                                     \
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {                                         \
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;                     \
+        uint32_t hs[HBATCH];                                                            \
+        T xs[HBATCH];                                                                   \
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);                         \
+        size_t mask = L->n_slots - 1;                                                   \
+        const dslot_t *slots = L->slots;                                                \
+        for (size_t k = 0; k < c; k++) {                                                \
+            T x;                                                                        \
+            memcpy(&x, a + AT(b0 + k), sizeof x);                                       \
+            xs[k] = x;                                                                  \
+            hs[k] = hash32((const unsigned char *)&xs[k], sizeof x);                    \
+            __builtin_prefetch(&slots[hs[k] & mask]);                                   \
+        }                                                                               \
+        if (flt)                                                                        \
+            for (size_t k = 0; k < c; k++) {                                            \
+                FT f; memcpy(&f, &xs[k], sizeof f);                                     \
+                L->c_nans += isnan(f);                                                  \
+            }                                                                           \
+        uint32_t *out = L->idx + L->n_idx;                                              \
+        for (size_t k = 0; k < c; k++) {                                                \
+            uint32_t h = hs[k];                                                         \
+            uint64_t key = xs[k];                                                       \
+            size_t sl = h & mask;                                                       \
+            for (;;) {                                                                  \
+                const dslot_t *e = &slots[sl];                                          \
+                if (!e->idx1) {                                                         \
+                    out[k] = dict_insert(L, sl, (const unsigned char *)&xs[k], sizeof(T), 0, h, key); \
+                    break;                                                              \
+                }                                                                       \
+                if (e->h == h && e->val == key) { out[k] = e->idx1 - 1; break; }        \
+                sl = (sl + 1) & mask;                                                   \
+            }                                                                           \
+        }                                                                               \
+        L->n_idx += c;                                                                  \
+    }                                                                                   \
+}
+ADD_DICT_FIXED(add_dict_u32, uint32_t, float)
+ADD_DICT_FIXED(add_dict_u64, uint64_t, double)
+
+/* Dictionary indices of m values of v. */
+static void add_dict(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    idx_reserve(L, m);
+    switch (L->pv) {
+    case PV_BYTES: add_dict_bytes(L, v, sel, i0, m); return;
+    case PV_I32: case PV_F32: add_dict_u32(L, v, sel, i0, m); return;
+    case PV_I64: case PV_F64: add_dict_u64(L, v, sel, i0, m); return;
+    default: break;
+    }
+    bool flt = L->pv == PV_F32 || L->pv == PV_F64;
+    L->dict_vals += m;
+    for (size_t b0 = 0; b0 < m; b0 += HBATCH) {
+        size_t b1 = m - b0 < HBATCH ? m : b0 + HBATCH, c = b1 - b0;
+        uint32_t hs[HBATCH];
+        const unsigned char *ps[HBATCH];
+        size_t ns[HBATCH];
+        __int128 xs[HBATCH];
+        unsigned char tmp[HBATCH][16];
+        if (L->n_dict * 2 + HBATCH >= L->n_slots) dict_grow(L);
+        size_t mask = L->n_slots - 1, plain = 0;
+        for (size_t k = 0; k < c; k++) {
+            xs[k] = 0;
+            phys(L, v, AT(b0 + k), tmp[k], &ps[k], &ns[k], &xs[k]);
+            hs[k] = hash32(ps[k], ns[k]);
+            __builtin_prefetch(&L->slots[hs[k] & mask]);
+            plain += ns[k];
+        }
+        if (flt) {
+            for (size_t k = 0; k < c; k++) {
+                if (ns[k] == 4) { float f; memcpy(&f, ps[k], 4); L->c_nans += isnan(f); }
+                else { double f; memcpy(&f, ps[k], 8); L->c_nans += isnan(f); }
+            }
+        }
+        uint32_t *o = L->idx + L->n_idx;
+        for (size_t k = 0; k < c; k++) o[k] = dict_index_h(L, ps[k], ns[k], xs[k], hs[k]);
+        L->n_idx += c;
+        L->dict_plain += L->width ? plain : plain + 4 * c;
+    }
+}
+
+/* PLAIN values: m values of v, in bulk for the common kinds. */
+static void add_plain(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    if (!m) return;
+    stats_t *s = &L->cs;
+    switch (L->pv) {
+    case PV_I32: case PV_F32: {
+        if (fl_buf_reserve(&L->plain, m * 4)) abort();
+        uint32_t *o = (uint32_t *)(void *)(L->plain.ptr + L->plain.len);
+        const uint32_t *a = (const uint32_t *)(const void *)v->data;
+        if (sel) for (size_t k = 0; k < m; k++) memcpy(o + k, a + sel[k], 4);
+        else memcpy(o, a + i0, m * 4);
+        L->plain.len += m * 4;
+        if (L->pv == PV_I32) {
+            int32_t lo, hi;
+            memcpy(&lo, o, 4);
+            hi = lo;
+            for (size_t k = 0; k < m; k++) {
+                int32_t x; memcpy(&x, o + k, 4);
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_int(s, lo); stat_int(s, hi);
+        } else {
+            for (size_t k = 0; k < m; k++) {
+                float f; memcpy(&f, o + k, 4);
+                if (isnan(f)) L->c_nans++;
+                else stat_flt(s, f);
+            }
+        }
+        return;
+    }
+    case PV_I64: case PV_F64: case PV_DEC64: {
+        if (fl_buf_reserve(&L->plain, m * 8)) abort();
+        unsigned char *ob = (unsigned char *)L->plain.ptr + L->plain.len;
+        L->plain.len += m * 8;
+        if (L->pv == PV_DEC64) {
+            __int128 lo = 0, hi = 0;
+            for (size_t k = 0; k < m; k++) {
+                __int128 x; memcpy(&x, v->data + AT(k) * 16, 16);
+                int64_t y = (int64_t)x;
+                memcpy(ob + k * 8, &y, 8);
+                if (!k) lo = hi = x;
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_dec(s, lo); stat_dec(s, hi);
+            return;
+        }
+        const unsigned char *a = v->data;
+        if (sel) for (size_t k = 0; k < m; k++) memcpy(ob + k * 8, a + (size_t)sel[k] * 8, 8);
+        else memcpy(ob, a + i0 * 8, m * 8);
+        if (L->pv == PV_I64) {
+            int64_t lo, hi;
+            memcpy(&lo, ob, 8);
+            hi = lo;
+            for (size_t k = 0; k < m; k++) {
+                int64_t x; memcpy(&x, ob + k * 8, 8);
+                lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+            }
+            stat_int(s, lo); stat_int(s, hi);
+        } else {
+            bool has = false;
+            double lo = 0, hi = 0;
+            for (size_t k = 0; k < m; k++) {
+                double f; memcpy(&f, ob + k * 8, 8);
+                if (isnan(f)) { L->c_nans++; continue; }
+                if (!has) { has = true; lo = hi = f; continue; }
+                if (f < lo) lo = f;
+                else if (f == 0 && lo == 0 && signbit(f)) lo = f;
+                if (f > hi) hi = f;
+                else if (f == 0 && hi == 0 && !signbit(f)) hi = f;
+            }
+            if (has) { stat_flt(s, lo); stat_flt(s, hi); }
+        }
+        return;
+    }
+    case PV_DEC32: {
+        if (fl_buf_reserve(&L->plain, m * 4)) abort();
+        unsigned char *ob = (unsigned char *)L->plain.ptr + L->plain.len;
+        L->plain.len += m * 4;
+        __int128 lo = 0, hi = 0;
+        for (size_t k = 0; k < m; k++) {
+            __int128 x; memcpy(&x, v->data + AT(k) * 16, 16);
+            int32_t y = (int32_t)x;
+            memcpy(ob + k * 4, &y, 4);
+            if (!k) lo = hi = x;
+            lo = x < lo ? x : lo; hi = x > hi ? x : hi;
+        }
+        stat_dec(s, lo); stat_dec(s, hi);
+        return;
+    }
+    case PV_BYTES: {
+        const uint32_t *off = v->offsets;
+        size_t total = 0;
+        for (size_t k = 0; k < m; k++) { size_t i = AT(k); total += off[i + 1] - off[i]; }
+        if (fl_buf_reserve(&L->plain, total + 4 * m)) abort();
+        unsigned char *o = (unsigned char *)L->plain.ptr + L->plain.len;
+        const unsigned char *lo = NULL, *hi = NULL;
+        size_t lon = 0, hin = 0;
+        if (s->has) { lo = (const unsigned char *)s->bmin.ptr; lon = s->bmin.len; hi = (const unsigned char *)s->bmax.ptr; hin = s->bmax.len; }
+        for (size_t k = 0; k < m; k++) {
+            size_t i = AT(k);
+            uint32_t n = off[i + 1] - off[i];
+            const unsigned char *p = n ? v->bytes + off[i] : (const unsigned char *)"";
+            put_le32(o, n);
+            if (n) memcpy(o + 4, p, n);
+            o += 4 + n;
+            if (!lo) { lo = hi = p; lon = hin = n; continue; }
+            if (bytes_cmp(p, n, lo, lon) < 0) { lo = p; lon = n; }
+            else if (bytes_cmp(p, n, hi, hin) > 0) { hi = p; hin = n; }
+        }
+        L->plain.len += total + 4 * m;
+        if (!s->has || lo != (const unsigned char *)s->bmin.ptr) buf_set(&s->bmin, lo, lon);
+        if (!s->has || hi != (const unsigned char *)s->bmax.ptr) buf_set(&s->bmax, hi, hin);
+        s->has = true;
+        return;
+    }
+    default:
+        for (size_t k = 0; k < m; k++) add_value(L, v, AT(k));
+        return;
+    }
+}
+
+static inline void add_values(leaf_t *L, const fl_vec_t *v, const uint32_t *sel, size_t i0, size_t m)
+{
+    if (L->dict_on) add_dict(L, v, sel, i0, m);
+    else add_plain(L, v, sel, i0, m);
+}
+
+#undef AT
+
+/* Before a block of rows: cut the page, or leave the dictionary. */
+static fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
+{
     fl_err_t e = FL_OK;
     if (L->dict_on && !L->dict_probed && L->dict_vals >= DICT_PROBE) {
         /* nearly all values distinct and the dictionary no smaller than PLAIN:
@@ -1076,24 +1432,91 @@ static inline fl_err_t row_start(fl_pq_writer_t *w, leaf_t *L)
     return e;
 }
 
+/* Levels of rows [r0, r1) (at most BLOCK) of a leaf under no list or map, in
+ * bulk; the rows whose value is present go to L->sel unless all are. */
+static fl_err_t flat_levels(leaf_t *L, size_t r0, size_t r1, bool *all)
+{
+    size_t n = r1 - r0;
+    uint8_t alive[BLOCK], dl[BLOCK];
+    bool any = false;
+    for (int d = 0; d < L->depth; d++) {
+        const uint8_t *va = L->vecs[d]->valid;
+        if (va && memchr(va + r0, 0, n)) { any = true; break; }
+    }
+    lev_reserve(L, n);
+    if (!any) {
+        if (L->max_def) memset(L->def + L->n_lev, L->max_def, n);
+        L->n_lev += n;
+        *all = true;
+        return FL_OK;
+    }
+    L->lev_full = false;
+    memset(alive, 1, n);
+    memset(dl, 0, n);
+    for (int d = 0; d < L->depth; d++) {
+        const uint8_t *va = L->vecs[d]->valid;
+        bool opt = !L->nodes[d]->required;
+        if (va) {
+            va += r0;
+            if (!opt) {
+                for (size_t k = 0; k < n; k++)
+                    if (alive[k] && !va[k]) return FL_ERR_INVALID;
+            } else {
+                for (size_t k = 0; k < n; k++) alive[k] &= va[k] != 0;
+            }
+        }
+        if (opt)
+            for (size_t k = 0; k < n; k++) dl[k] += alive[k];
+    }
+    if (L->max_def) memcpy(L->def + L->n_lev, dl, n);
+    L->n_lev += n;
+    size_t ones = 0;
+    for (size_t k = 0; k < n; k++) ones += alive[k];
+    L->c_nulls += (int64_t)(n - ones);
+    if (ones == n) { *all = true; return FL_OK; }
+    *all = false;
+    sel_reserve(L, n); /* the branchless fill writes one past */
+    uint32_t *o = L->sel + L->n_sel;
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+        o[m] = (uint32_t)(r0 + k);
+        m += alive[k];
+    }
+    L->n_sel += m;
+    return FL_OK;
+}
+
+static inline void lev_push(leaf_t *L, int def, int rep)
+{
+    if (L->n_lev == L->cap_lev) lev_reserve(L, 1);
+    if (L->max_def) L->def[L->n_lev] = (uint8_t)def;
+    if (L->max_rep) L->rep[L->n_lev] = (uint8_t)rep;
+    L->n_lev++;
+}
+
 static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
 {
+    L->lev_full = false;
     const fl_vec_t *v = L->vecs[d];
     const fl_field_t *f = L->nodes[d];
     if (v->valid && !v->valid[i]) {
         if (f->required) return FL_ERR_INVALID;
-        emit_null(L, def, rep);
+        lev_push(L, def, rep);
+        L->c_nulls++;
         return FL_OK;
     }
     if (!f->required) def++;
     if (d == L->depth - 1) {
-        emit_value(L, v, i, rep);
+        lev_push(L, L->max_def, rep);
+        if (L->n_sel == L->cap_sel) sel_reserve(L, 1);
+        L->sel[L->n_sel++] = (uint32_t)i;
         return FL_OK;
     }
     if (f->kind == FL_TYPE_STRUCT) return walk(L, d + 1, i, def, rep);
     size_t b = v->offsets[i], e = v->offsets[i + 1];
     if (b == e) {
-        emit_null(L, def, rep);
+        lev_push(L, def, rep);
+        L->c_nulls++;
         return FL_OK;
     }
     for (size_t k = b; k < e; k++) {
@@ -1103,42 +1526,84 @@ static fl_err_t walk(leaf_t *L, int d, size_t i, int def, int rep)
     return FL_OK;
 }
 
+/* Levels of rows [r0, r1) of the element of a top-level list (the common
+ * nested shape), without the recursive walk; present elements go to L->sel. */
+static fl_err_t list_levels(leaf_t *L, size_t r0, size_t r1)
+{
+    const fl_vec_t *lv = L->vecs[0], *ev = L->vecs[1];
+    const uint32_t *off = lv->offsets;
+    const uint8_t *lval = lv->valid, *eval = ev->valid;
+    bool lreq = L->nodes[0]->required, ereq = L->nodes[1]->required;
+    uint8_t d0 = lreq ? 0 : 1, dmax = (uint8_t)L->max_def;
+    size_t span = off[r1] - off[r0];
+    L->lev_full = false;
+    lev_reserve(L, span + (r1 - r0));
+    sel_reserve(L, span);
+    uint8_t *def = L->def + L->n_lev, *rep = L->rep + L->n_lev;
+    uint32_t *sel = L->sel + L->n_sel;
+    size_t nl = 0, ns = 0, nulls = 0;
+    for (size_t i = r0; i < r1; i++) {
+        if (lval && !lval[i]) {
+            if (lreq) return FL_ERR_INVALID;
+            def[nl] = 0; rep[nl] = 0; nl++; nulls++;
+            continue;
+        }
+        uint32_t b = off[i], e = off[i + 1];
+        if (b == e) { def[nl] = d0; rep[nl] = 0; nl++; nulls++; continue; }
+        if (!eval) {
+            for (uint32_t k = b; k < e; k++) { def[nl] = dmax; rep[nl] = 1; nl++; sel[ns++] = k; }
+        } else {
+            for (uint32_t k = b; k < e; k++) {
+                rep[nl] = 1;
+                if (!eval[k]) {
+                    if (ereq) return FL_ERR_INVALID;
+                    def[nl++] = (uint8_t)(d0 + 1);
+                    nulls++;
+                } else {
+                    def[nl++] = dmax;
+                    sel[ns++] = k;
+                }
+            }
+        }
+        rep[nl - (e - b)] = 0;
+    }
+    L->n_lev += nl;
+    L->n_sel += ns;
+    L->c_nulls += (int64_t)nulls;
+    return FL_OK;
+}
+
 static fl_err_t shred(fl_pq_writer_t *w, leaf_t *L, size_t r0, size_t r1)
 {
     fl_err_t e;
-    if (L->max_rep) {
-        for (size_t i = r0; i < r1; i++) {
-            if ((e = row_start(w, L))) return e;
-            if ((e = walk(L, 0, i, 0, 0))) return e;
-        }
-        return FL_OK;
-    }
     const fl_vec_t *lv = L->vecs[L->depth - 1];
-    if (L->depth == 1) {
-        if (L->field->required && lv->valid) {
-            for (size_t i = r0; i < r1; i++)
-                if (!lv->valid[i]) return FL_ERR_INVALID;
-        }
-        for (size_t b0 = r0; b0 < r1; b0 += BLOCK) {
-            L->next_check = 0;
-            if ((e = row_start(w, L))) return e;
-            flat_block(L, lv, b0, r1 - b0 < BLOCK ? r1 : b0 + BLOCK);
-        }
-        return FL_OK;
-    }
-    for (size_t i = r0; i < r1; i++) {
+    for (size_t b0 = r0, b1; b0 < r1; b0 = b1) {
+        b1 = r1 - b0 < BLOCK ? r1 : b0 + BLOCK;
         if ((e = row_start(w, L))) return e;
-        int def = 0, d;
-        for (d = 0; d < L->depth; d++) {
-            const fl_vec_t *v = L->vecs[d];
-            if (v->valid && !v->valid[i]) {
-                if (L->nodes[d]->required) return FL_ERR_INVALID;
-                break;
+        L->n_sel = 0;
+        if (L->list_fast) {
+            /* long lists: fewer rows, so pages and dictionaries are checked often enough */
+            const uint32_t *off = L->vecs[0]->offsets;
+            size_t lim = b0 + 1;
+            while (lim < b1 && off[lim + 1] - off[b0] <= NESTED_LEVELS) lim++;
+            b1 = lim;
+            if ((e = list_levels(L, b0, b1))) return e;
+        } else if (L->max_rep) {
+            size_t lev0 = L->n_lev, i = b0;
+            while (i < b1) {
+                if ((e = walk(L, 0, i++, 0, 0))) return e;
+                if (L->n_lev - lev0 >= NESTED_LEVELS) break;
             }
-            if (!L->nodes[d]->required) def++;
+            b1 = i;
+        } else {
+            bool all;
+            if ((e = flat_levels(L, b0, b1, &all))) return e;
+            if (all) {
+                add_values(L, lv, NULL, b0, b1 - b0);
+                continue;
+            }
         }
-        if (d < L->depth) emit_null(L, def, 0);
-        else emit_value(L, lv, i, 0);
+        add_values(L, lv, L->sel, 0, L->n_sel);
     }
     return FL_OK;
 }
@@ -1208,7 +1673,8 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
             m->dictionary_page_offset = start;
         }
         m->data_page_offset = w->pos;
-        if ((e = out(w, L->pages.ptr, L->pages.len))) return e;
+        for (size_t k = 0; k < L->n_segs; k++)
+            if ((e = out(w, L->pages.ptr + L->segs[k].off, L->segs[k].len))) return e;
         m->type = L->ptype;
         m->encodings = fl_malloc(4 * sizeof *m->encodings);
         if (L->n_dict || L->c_plain) m->encodings[m->n_encodings++] = FL_PQ_ENC_PLAIN;
@@ -1246,11 +1712,15 @@ static fl_err_t flush_row_group(fl_pq_writer_t *w)
         L->f_size += m->total_compressed_size;
         /* reset the chunk */
         fl_buf_reset(&L->pages);
+        L->n_segs = 0;
         fl_buf_reset(&L->dict);
         if (L->slots) memset(L->slots, 0, L->n_slots * sizeof *L->slots);
+        if (L->bslots) memset(L->bslots, 0, L->n_slots * sizeof *L->bslots);
         if (L->n_slots > 4096 && L->n_slots > 8 * (size_t)L->n_dict) { /* shrink after a big chunk */
             free(L->slots);
+            free(L->bslots);
             L->slots = NULL;
+            L->bslots = NULL;
             L->n_slots = 0;
         }
         L->n_dict = 0;
@@ -1286,7 +1756,7 @@ void fl_pq_writer_free(fl_pq_writer_t *w)
     for (size_t i = 0; i < w->n_leaves; i++) {
         leaf_t *L = &w->leaves[i];
         free(L->nodes); free(L->cidx); free(L->rep_at); free(L->vecs); free(L->path);
-        free(L->def); free(L->rep); free(L->idx); free(L->slots);
+        free(L->def); free(L->rep); free(L->idx); free(L->sel); free(L->slots); free(L->bslots); free(L->segs);
         fl_buf_free(&L->plain); fl_buf_free(&L->dict); fl_buf_free(&L->pages);
         stats_free(&L->cs); stats_free(&L->fs);
     }
@@ -1405,6 +1875,7 @@ fl_err_t fl_pq_writer_write(fl_pq_writer_t *w, const fl_vec_t *batch)
     if (w->closed) return FL_ERR_INVALID;
     if (!batch || batch->n_children != w->schema->n_children || batch->null_count)
         return FL_ERR_INVALID;
+    if (batch->len > UINT32_MAX) return FL_ERR_TOO_LARGE;
     for (uint32_t i = 0; i < w->schema->n_children; i++)
         if (batch->children[i].len != batch->len ||
             !vec_ok(&batch->children[i], &w->schema->children[i]))
