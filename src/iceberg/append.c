@@ -389,6 +389,7 @@ static fl_err_t file_for_key(fl_appender_t *a, const fl_ice_value_t *vals, size_
     /* Keep owned copies of byte values: they live in f->key's buffer already,
      * but the path writer wants fl_ice_value_t, so copy the bytes. */
     for (size_t i = 0; i < np; i++) {
+        if (!vals) { f->part[i].kind = FL_ICE_NULL; continue; } /* void-only spec */
         f->part[i] = vals[i];
         if (vals[i].kind == FL_ICE_STRING || vals[i].kind == FL_ICE_FIXED || vals[i].kind == FL_ICE_BINARY) {
             size_t n = vals[i].u.bytes.len;

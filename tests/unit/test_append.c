@@ -110,20 +110,29 @@ static int live_objs(mem_table_t *t, const char *part)
     return n;
 }
 
+static void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char *spec);
+
 static void mem_table_init(mem_table_t *t, fl_table_ops_t *ops)
 {
+    mem_table_init_spec(t, ops,
+        "{\"spec-id\":0,\"fields\":["
+        "{\"source-id\":2,\"field-id\":1000,\"name\":\"cat\",\"transform\":\"identity\"},"
+        "{\"source-id\":5,\"field-id\":1001,\"name\":\"k_bucket\",\"transform\":\"bucket[8]\"}]}");
+}
+
+static void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char *spec)
+{
     memset(t, 0, sizeof *t);
-    const char *req =
+    char req[2048];
+    snprintf(req, sizeof req,
         "{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
         "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
         "{\"id\":2,\"name\":\"cat\",\"required\":false,\"type\":\"string\"},"
         "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
         "{\"id\":4,\"name\":\"s\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["
         "{\"id\":5,\"name\":\"k\",\"required\":false,\"type\":\"int\"}]}}]},"
-        "\"partition-spec\":{\"spec-id\":0,\"fields\":["
-        "{\"source-id\":2,\"field-id\":1000,\"name\":\"cat\",\"transform\":\"identity\"},"
-        "{\"source-id\":5,\"field-id\":1001,\"name\":\"k_bucket\",\"transform\":\"bucket[8]\"}]},"
-        "\"properties\":{\"write.parquet.compression-codec\":\"snappy\"}}";
+        "\"partition-spec\":%s,"
+        "\"properties\":{\"write.parquet.compression-codec\":\"snappy\"}}", spec);
     json_t *cr = json_loads(req, 0, NULL);
     int st;
     char err[256];
@@ -302,6 +311,33 @@ FL_TEST(append_unknown_outcomes_and_abort)
     CHECK_EQ(rows, 100);
     fl_append_free(a);
     fl_append_free(c);
+    fl_vec_free(&batch);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(append_void_only_spec)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, "{\"spec-id\":0,\"fields\":[{\"source-id\":2,\"field-id\":1000,"
+                                 "\"name\":\"cat_void\",\"transform\":\"void\"}]}");
+    REQUIRE(t->md);
+    char err[512] = "";
+    fl_appender_t *a = NULL;
+    REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);
+    fl_vec_t batch;
+    fl_vec_init(&batch, fl_append_schema(a));
+    fill(&batch, 0, 10, 3);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    int64_t sid = -1;
+    REQUIRE(fl_append_commit(a, NULL, 0, &sid, err, sizeof err) == FL_OK);
+    int64_t rows, idsum;
+    size_t files;
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 10);
+    CHECK_EQ(files, 1);
+    fl_append_free(a);
     fl_vec_free(&batch);
     mem_table_free(t);
     free(t);
