@@ -321,6 +321,81 @@ void fl_vec_append_from(fl_vec_t *dst, const fl_vec_t *src, size_t i)
     }
 }
 
+void fl_vec_take(fl_vec_t *dst, const fl_vec_t *src, const uint32_t *rows, size_t n)
+{
+    if (!n) return;
+    fl_type_kind_t k = src->field->kind;
+    fl_vec_reserve(dst, n);
+    size_t base = dst->len;
+    /* validity (src->valid decides: producers may fill it without counting) */
+    if (src->valid) {
+        if (!dst->valid) {
+            dst->valid = fl_malloc(dst->cap ? dst->cap : 1);
+            memset(dst->valid, 1, base);
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint8_t ok = src->valid[rows[i]];
+            dst->valid[base + i] = ok;
+            dst->null_count += !ok;
+        }
+    } else if (dst->valid) {
+        memset(dst->valid + base, 1, n);
+    }
+    switch (k) {
+    case FL_TYPE_STRUCT:
+        for (uint32_t c = 0; c < src->n_children; c++) fl_vec_take(&dst->children[c], &src->children[c], rows, n);
+        break;
+    case FL_TYPE_LIST:
+    case FL_TYPE_MAP: {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) total += src->offsets[rows[i] + 1] - src->offsets[rows[i]];
+        uint32_t *crow = fl_malloc((total ? total : 1) * sizeof *crow);
+        size_t m = 0;
+        uint32_t off = dst->offsets[base];
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = src->offsets[rows[i]], e = src->offsets[rows[i] + 1];
+            for (uint32_t j = b; j < e; j++) crow[m++] = j;
+            off += e - b;
+            dst->offsets[base + i + 1] = off;
+        }
+        for (uint32_t c = 0; c < src->n_children; c++) fl_vec_take(&dst->children[c], &src->children[c], crow, m);
+        free(crow);
+        break;
+    }
+    case FL_TYPE_STRING:
+    case FL_TYPE_BINARY: {
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) total += src->offsets[rows[i] + 1] - src->offsets[rows[i]];
+        if (dst->bytes_len + total > dst->bytes_cap) {
+            size_t cap = dst->bytes_cap ? dst->bytes_cap : 256;
+            while (cap < dst->bytes_len + total) cap *= 2;
+            dst->bytes = fl_realloc(dst->bytes, cap);
+            dst->bytes_cap = cap;
+        }
+        for (size_t i = 0; i < n; i++) {
+            uint32_t b = src->offsets[rows[i]], e = src->offsets[rows[i] + 1];
+            if (e > b) memcpy(dst->bytes + dst->bytes_len, src->bytes + b, e - b);
+            dst->bytes_len += e - b;
+            dst->offsets[base + i + 1] = (uint32_t)dst->bytes_len;
+        }
+        break;
+    }
+    default: {
+        size_t w = fl_field_width(src->field);
+        unsigned char *d = dst->data + base * w;
+        const unsigned char *sp = src->data;
+        switch (w) {
+        case 1: for (size_t i = 0; i < n; i++) d[i] = sp[rows[i]]; break;
+        case 4: for (size_t i = 0; i < n; i++) memcpy(d + 4 * i, sp + 4 * (size_t)rows[i], 4); break;
+        case 8: for (size_t i = 0; i < n; i++) memcpy(d + 8 * i, sp + 8 * (size_t)rows[i], 8); break;
+        case 16: for (size_t i = 0; i < n; i++) memcpy(d + 16 * i, sp + 16 * (size_t)rows[i], 16); break;
+        default: for (size_t i = 0; i < n; i++) memcpy(d + w * i, sp + w * (size_t)rows[i], w); break;
+        }
+    }
+    }
+    dst->len = base + n;
+}
+
 static bool val_eq(const fl_vec_t *a, size_t i, const fl_vec_t *b, size_t j)
 {
     bool na = fl_vec_is_null(a, i), nb = fl_vec_is_null(b, j);

@@ -132,6 +132,10 @@ void fl_vec_end_list(fl_vec_t *v);
 
 /* Append a deep copy of slot i of src (same field shape) to dst. */
 void fl_vec_append_from(fl_vec_t *dst, const fl_vec_t *src, size_t i);
+/* Append deep copies of slots rows[0..n) of src (same field shape, any order,
+ * repeats allowed) to dst, column by column: the bulk form of
+ * fl_vec_append_from, for splitting a batch by partition. */
+void fl_vec_take(fl_vec_t *dst, const fl_vec_t *src, const uint32_t *rows, size_t n);
 
 /* Reading helpers. */
 static inline bool fl_vec_is_null(const fl_vec_t *v, size_t i)

@@ -63,7 +63,10 @@ struct fl_appender {
     int64_t rows;
     char write_uuid[37];
     uint64_t file_counter;
-    fl_buf_t keybuf;            /* partition routing scratch */
+    fl_buf_t keybuf;            /* partition routing scratch: a row's key, */
+    uint32_t *route;            /* each row's open-file index, */
+    uint32_t *route_order;      /* rows grouped by file */
+    size_t route_cap;
 };
 
 
@@ -419,6 +422,39 @@ static fl_err_t maybe_roll(fl_appender_t *a, open_file_t *f, char *err, size_t e
     return e;
 }
 
+/* Write rows [from, to) of batch to the files a->route names: gathered per file
+ * with fl_vec_take (or the batch itself when one file takes all of it). */
+static fl_err_t flush_routed(fl_appender_t *a, const fl_vec_t *batch, size_t from, size_t to, char *err,
+                             size_t errlen)
+{
+    if (from >= to) return FL_OK;
+    size_t n = a->n_open;
+    size_t *count = fl_calloc(n + 1, sizeof *count);
+    for (size_t r = from; r < to; r++) count[a->route[r] + 1]++;
+    for (size_t i = 0; i < n; i++) count[i + 1] += count[i]; /* count[i] = start of file i */
+    size_t *pos = fl_malloc((n ? n : 1) * sizeof *pos);
+    memcpy(pos, count, (n ? n : 1) * sizeof *pos);
+    for (size_t r = from; r < to; r++) a->route_order[pos[a->route[r]]++] = (uint32_t)r;
+    fl_err_t e = FL_OK;
+    for (size_t i = 0; i < n && !e; i++) {
+        size_t b = count[i], m = count[i + 1] - b;
+        if (!m) continue;
+        open_file_t *f = a->open[i];
+        if (m == batch->len) {
+            e = fl_pq_writer_write(f->w, batch);
+        } else {
+            fl_vec_take(&f->stage, batch, a->route_order + b, m);
+            e = fl_pq_writer_write(f->w, &f->stage);
+            fl_vec_clear(&f->stage);
+        }
+        if (e) fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
+        else e = maybe_roll(a, f, err, errlen);
+    }
+    free(count);
+    free(pos);
+    return e;
+}
+
 fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, size_t errlen)
 {
     if (batch->field->kind != FL_TYPE_STRUCT || batch->n_children != a->schema.n_children)
@@ -449,7 +485,13 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             goto out;
         }
     }
-    size_t last = SIZE_MAX;
+    size_t last = SIZE_MAX, from = 0;
+    if (a->route_cap < batch->len) {
+        a->route = fl_realloc(a->route, batch->len * sizeof *a->route);
+        a->route_order = fl_realloc(a->route_order, batch->len * sizeof *a->route_order);
+        a->route_cap = batch->len;
+    }
+    int max_open = a->opts.max_open_files > 0 ? a->opts.max_open_files : 64;
     for (size_t r = 0; r < batch->len; r++) {
         fl_buf_reset(&a->keybuf);
         for (size_t k = 0; k < np; k++) {
@@ -461,27 +503,29 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
             }
             key_append(&a->keybuf, &vals[k]);
         }
-        size_t idx;
+        size_t idx = SIZE_MAX;
         if (last != SIZE_MAX && a->open[last]->key.len == a->keybuf.len &&
             !memcmp(a->open[last]->key.ptr, a->keybuf.ptr, a->keybuf.len)) {
             idx = last;
-        } else if ((e = file_for_key(a, vals, &idx, err, errlen))) {
-            goto out;
+        } else {
+            for (size_t i = 0; i < a->n_open && idx == SIZE_MAX; i++)
+                if (a->open[i]->key.len == a->keybuf.len && !memcmp(a->open[i]->key.ptr, a->keybuf.ptr, a->keybuf.len))
+                    idx = i;
+            if (idx == SIZE_MAX) {
+                /* Opening a file may close the least recently used one: write the rows
+                 * routed so far first, so no routed row points at a closed file. */
+                if (a->n_open >= (size_t)max_open) {
+                    if ((e = flush_routed(a, batch, from, r, err, errlen))) goto out;
+                    from = r;
+                }
+                if ((e = file_for_key(a, vals, &idx, err, errlen))) goto out;
+            }
         }
         last = idx;
         a->open[idx]->last_use = a->tick;
-        fl_vec_append_from(&a->open[idx]->stage, batch, r);
+        a->route[r] = (uint32_t)idx;
     }
-    for (size_t i = 0; i < a->n_open; i++) {
-        open_file_t *f = a->open[i];
-        if (!f->stage.len) continue;
-        if ((e = fl_pq_writer_write(f->w, &f->stage))) {
-            fl_err_fmt(err, errlen, e, "writing Parquet failed: %s", fl_err_str(e));
-            goto out;
-        }
-        fl_vec_clear(&f->stage);
-        if ((e = maybe_roll(a, f, err, errlen))) goto out;
-    }
+    if ((e = flush_routed(a, batch, from, batch->len, err, errlen))) goto out;
     a->rows += (int64_t)batch->len;
     e = FL_OK;
 out:
@@ -844,5 +888,7 @@ void fl_append_free(fl_appender_t *a)
     free(a->data_path);
     free(a->metadata_path);
     fl_buf_free(&a->keybuf);
+    free(a->route);
+    free(a->route_order);
     free(a);
 }

@@ -195,3 +195,54 @@ FL_TEST(json_rows_round_trip)
     fl_vec_free(&v);
     fl_field_free(&root);
 }
+
+FL_TEST(column_take_equals_append_from)
+{
+    fl_field_t root;
+    make_schema(&root);
+    fl_vec_t v, a, b;
+    fl_vec_init(&v, &root);
+    unsigned seed = 7;
+    for (int r = 0; r < 500; r++) {
+        seed = seed * 1103515245 + 12345;
+        fl_vec_append_struct(&v);
+        fl_vec_append_i64(&v.children[0], r);
+        if (seed % 5 == 0) fl_vec_append_null(&v.children[1]);
+        else { char s[32]; int n = snprintf(s, sizeof s, "s%u", seed % 1000); fl_vec_append_bytes(&v.children[1], s, (size_t)n); }
+        if (seed % 7 == 0) fl_vec_append_null(&v.children[2]);
+        else {
+            for (unsigned k = 0; k < seed % 4; k++) {
+                if (k == 1) fl_vec_append_null(&v.children[2].children[0]);
+                else fl_vec_append_bytes(&v.children[2].children[0], "", 0);
+            }
+            fl_vec_end_list(&v.children[2]);
+        }
+        for (unsigned k = 0; k < seed % 3; k++) {
+            fl_vec_append_bytes(&v.children[3].children[0], "kk", 2);
+            if (k) fl_vec_append_null(&v.children[3].children[1]);
+            else fl_vec_append_i32(&v.children[3].children[1], r);
+        }
+        fl_vec_end_list(&v.children[3]);
+        if (seed % 3 == 0) fl_vec_append_null(&v.children[4]);
+        else { fl_vec_append_struct(&v.children[4]); fl_vec_append_f64(&v.children[4].children[0], r / 3.0); }
+    }
+    uint32_t rows[300];
+    for (int i = 0; i < 300; i++) rows[i] = (uint32_t)((i * 37) % 500);
+    fl_vec_init(&a, &root);
+    fl_vec_init(&b, &root);
+    /* twice into the same vectors: appends after existing content */
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < 300; i++) fl_vec_append_from(&a, &v, rows[i]);
+        fl_vec_take(&b, &v, rows, 300);
+    }
+    CHECK_EQ(b.len, 600);
+    CHECK(fl_vec_eq(&a, &b));
+    CHECK_EQ(a.children[1].null_count, b.children[1].null_count);
+    fl_vec_clear(&b);
+    fl_vec_take(&b, &v, rows, 0);
+    CHECK_EQ(b.len, 0);
+    fl_vec_free(&a);
+    fl_vec_free(&b);
+    fl_vec_free(&v);
+    fl_field_free(&root);
+}
