@@ -104,7 +104,9 @@ static fl_err_t bind_metadata(fl_appender_t *a, json_t *md, char *err, size_t er
     json_decref(a->md);
     a->md = md;
     json_int_t fv = json_integer_value(json_object_get(md, "format-version"));
-    if (fv != 2) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "append supports format-version 2 tables (this one is v%d)", (int)fv);
+    if (fv != 2 && fv != 3)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "append supports format-version 2 and 3 tables (this one is v%d)",
+                          (int)fv);
     a->format_version = (int)fv;
     const char *uuid = json_string_value(json_object_get(md, "table-uuid"));
     snprintf(a->table_uuid, sizeof a->table_uuid, "%s", uuid ? uuid : "");
@@ -716,7 +718,18 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
         all[0] = mf;
         if (n_parent) memcpy(all + 1, parent_files, n_parent * sizeof *all);
         fl_buf_reset(&lbytes);
-        e = fl_manifest_list_write(a->format_version, sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE, &lbytes);
+        /* v3 row lineage: ids start at the table's next-row-id as it is now
+         * (recomputed after a re-base); added-rows covers every id the list
+         * assigns, as Java's SnapshotProducer does. */
+        int64_t first_row_id = 0, next_row_id = 0;
+        if (a->format_version >= 3) {
+            first_row_id = (int64_t)json_integer_value(json_object_get(a->md, "next-row-id"));
+            e = fl_manifest_list_write_v3(sid, parent, seq, first_row_id, all, n_all, FL_AVRO_CODEC_DEFLATE,
+                                          &lbytes, &next_row_id);
+        } else {
+            e = fl_manifest_list_write(a->format_version, sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE,
+                                       &lbytes);
+        }
         free(all);
         if (e) { fl_err_fmt(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e)); goto out; }
         free(list_uri);
@@ -759,6 +772,10 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
                                  "sequence-number", (json_int_t)seq, "timestamp-ms", (json_int_t)fl_now_ms(),
                                  "manifest-list", list_uri, "summary", summary, "schema-id", (int)a->schema_id);
         if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+        if (a->format_version >= 3) {
+            json_object_set_new(snap, "first-row-id", json_integer(first_row_id));
+            json_object_set_new(snap, "added-rows", json_integer(next_row_id - first_row_id));
+        }
         json_decref(updates);
         json_decref(reqs);
         updates = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap,

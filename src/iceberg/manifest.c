@@ -928,38 +928,78 @@ static fl_err_t encode_list_record(fl_buf_t *b, int fv, const fl_manifest_file_t
     return e;
 }
 
-fl_err_t fl_manifest_list_write(int format_version, int64_t snapshot_id, int64_t parent_id,
-                                int64_t seq, const fl_manifest_file_t *files, size_t n,
-                                fl_avro_codec_t codec, fl_buf_t *out)
+static fl_err_t list_write(int format_version, int64_t snapshot_id, int64_t parent_id, int64_t seq,
+                           bool assign, int64_t first_row_id, const fl_manifest_file_t *files, size_t n,
+                           fl_avro_codec_t codec, fl_buf_t *out, int64_t *next_row_id)
 {
     if (format_version < 1 || format_version > 3) return FL_ERR_INVALID;
+    if (assign && (format_version < 3 || first_row_id < 0)) return FL_ERR_INVALID;
     char *schema = list_schema(format_version);
     if (!schema) return FL_ERR_INVALID;
-    char sid[24], pid[24], sq[24], fv[8];
+    char sid[24], pid[24], sq[24], fr[24], fv[8];
     snprintf(sid, sizeof sid, "%lld", (long long)snapshot_id);
     if (parent_id < 0) snprintf(pid, sizeof pid, "null");
     else snprintf(pid, sizeof pid, "%lld", (long long)parent_id);
     snprintf(sq, sizeof sq, "%lld", (long long)seq);
+    snprintf(fr, sizeof fr, "%lld", (long long)first_row_id);
     snprintf(fv, sizeof fv, "%d", format_version);
-    fl_avro_meta_t meta[4] = {
+    fl_avro_meta_t meta[5] = {
         { "snapshot-id", fl_slice_cstr(sid) },
         { "parent-snapshot-id", fl_slice_cstr(pid) },
         { "sequence-number", fl_slice_cstr(sq) },
         { "format-version", fl_slice_cstr(fv) },
     };
-    if (format_version == 1) meta[2] = meta[3];
+    size_t n_meta = 4;
+    if (format_version == 1) {
+        meta[2] = meta[3];
+        n_meta = 3;
+    } else if (assign) {
+        /* Java's V3 writer order: ..., sequence-number, first-row-id, format-version */
+        meta[4] = meta[3];
+        meta[3] = (fl_avro_meta_t){ "first-row-id", fl_slice_cstr(fr) };
+        n_meta = 5;
+    }
     fl_avro_writer_t w;
-    fl_err_t e = fl_avro_writer_open(&w, out, codec, schema, meta, format_version == 1 ? 3 : 4);
+    fl_err_t e = fl_avro_writer_open(&w, out, codec, schema, meta, n_meta);
     free(schema);
     if (e) return e;
+    int64_t next = first_row_id;
     for (size_t i = 0; i < n && !e; i++) {
+        fl_manifest_file_t m = files[i];
+        if (assign && m.content == 0 && !m.has_first_row_id) {
+            /* room for added and existing rows: pre-v3 manifests' existing
+             * files have no row ids either */
+            int64_t rows = m.added_rows_count, ex = m.existing_rows_count;
+            if (rows < 0 || ex < 0 || rows > INT64_MAX - ex || rows + ex > INT64_MAX - next) {
+                e = FL_ERR_INVALID;
+                break;
+            }
+            m.has_first_row_id = true;
+            m.first_row_id = next;
+            next += rows + ex;
+        }
         fl_buf_t *b = fl_avro_writer_record(&w);
-        if (!(e = encode_list_record(b, format_version, &files[i])))
+        if (!(e = encode_list_record(b, format_version, &m)))
             e = fl_avro_writer_end_record(&w);
     }
     if (!e) e = fl_avro_writer_finish(&w);
     fl_avro_writer_free(&w);
+    if (!e && next_row_id) *next_row_id = next;
     return e;
+}
+
+fl_err_t fl_manifest_list_write(int format_version, int64_t snapshot_id, int64_t parent_id,
+                                int64_t seq, const fl_manifest_file_t *files, size_t n,
+                                fl_avro_codec_t codec, fl_buf_t *out)
+{
+    return list_write(format_version, snapshot_id, parent_id, seq, false, 0, files, n, codec, out, NULL);
+}
+
+fl_err_t fl_manifest_list_write_v3(int64_t snapshot_id, int64_t parent_id, int64_t seq, int64_t first_row_id,
+                                   const fl_manifest_file_t *files, size_t n, fl_avro_codec_t codec,
+                                   fl_buf_t *out, int64_t *next_row_id)
+{
+    return list_write(3, snapshot_id, parent_id, seq, true, first_row_id, files, n, codec, out, next_row_id);
 }
 
 /* ======================================================================

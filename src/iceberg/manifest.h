@@ -128,6 +128,16 @@ void fl_manifest_writer_free(fl_manifest_writer_t *w);
 fl_err_t fl_manifest_list_write(int format_version, int64_t snapshot_id, int64_t parent_id,
                                 int64_t seq, const fl_manifest_file_t *files, size_t n,
                                 fl_avro_codec_t codec, fl_buf_t *out);
+/* A v3 list with row lineage, as Java's V3 writer: header "first-row-id" =
+ * first_row_id (the table's next-row-id) between sequence-number and
+ * format-version; each data manifest without first_row_id gets the running
+ * row id, which then advances by its added + existing rows; other records are
+ * written as given. *next_row_id (may be NULL) gets the id after the last one
+ * assigned, so the snapshot's added-rows is *next_row_id - first_row_id.
+ * FL_ERR_INVALID for a negative first_row_id, negative counts or overflow. */
+fl_err_t fl_manifest_list_write_v3(int64_t snapshot_id, int64_t parent_id, int64_t seq, int64_t first_row_id,
+                                   const fl_manifest_file_t *files, size_t n, fl_avro_codec_t codec,
+                                   fl_buf_t *out, int64_t *next_row_id);
 
 /* ---- reading ---- */
 

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "base/mem.h"
+#include "format/avro.h"
 #include "format/parquet.h"
 #include "iceberg/append.h"
+#include "iceberg/manifest.h"
 #include "iceberg/metadata.h"
 #include "iceberg/scan.h"
 
@@ -120,7 +122,14 @@ static void mem_table_init(mem_table_t *t, fl_table_ops_t *ops)
         "{\"source-id\":5,\"field-id\":1001,\"name\":\"k_bucket\",\"transform\":\"bucket[8]\"}]}");
 }
 
+static void mem_table_init_props(mem_table_t *t, fl_table_ops_t *ops, const char *spec, const char *props);
+
 static void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char *spec)
+{
+    mem_table_init_props(t, ops, spec, "{\"write.parquet.compression-codec\":\"snappy\"}");
+}
+
+static void mem_table_init_props(mem_table_t *t, fl_table_ops_t *ops, const char *spec, const char *props)
 {
     memset(t, 0, sizeof *t);
     char req[2048];
@@ -132,7 +141,7 @@ static void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char 
         "{\"id\":4,\"name\":\"s\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["
         "{\"id\":5,\"name\":\"k\",\"required\":false,\"type\":\"int\"}]}}]},"
         "\"partition-spec\":%s,"
-        "\"properties\":{\"write.parquet.compression-codec\":\"snappy\"}}", spec);
+        "\"properties\":%s}", spec, props);
     json_t *cr = json_loads(req, 0, NULL);
     int st;
     char err[256];
@@ -339,6 +348,153 @@ FL_TEST(append_void_only_spec)
     CHECK_EQ(files, 1);
     fl_append_free(a);
     fl_vec_free(&batch);
+    mem_table_free(t);
+    free(t);
+}
+
+/* The manifest list of snapshot s: its records, and its header first-row-id
+ * ("" when absent). */
+static void read_list(mem_table_t *t, json_t *s, fl_manifest_file_t **mfs, size_t *n, char *hdr, size_t hdrlen)
+{
+    *mfs = NULL;
+    *n = 0;
+    hdr[0] = 0;
+    int i = find_obj(t, json_string_value(json_object_get(s, "manifest-list")));
+    if (i < 0) return;
+    fl_slice_t file = fl_slice(t->objs[i].data.ptr, t->objs[i].data.len);
+    char err[256];
+    if (fl_manifest_list_read(file, mfs, n, err, sizeof err)) { fprintf(stderr, "list: %s\n", err); return; }
+    fl_avro_reader_t r;
+    fl_slice_t v;
+    if (fl_avro_reader_open(&r, file)) return;
+    if (!fl_avro_reader_meta(&r, "first-row-id", &v))
+        snprintf(hdr, hdrlen, "%.*s", (int)v.len, (const char *)v.ptr);
+    fl_avro_reader_close(&r);
+}
+
+/* v3 row lineage: snapshots carry first-row-id / added-rows from the table's
+ * next-row-id, recomputed on a 409 re-base; the list assigns first_row_id to
+ * the new manifest and keeps the parent's; data files inherit (null). */
+FL_TEST(append_v3_row_lineage)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_props(t, &ops,
+        "{\"spec-id\":0,\"fields\":[{\"source-id\":2,\"field-id\":1000,\"name\":\"cat\",\"transform\":\"identity\"}]}",
+        "{\"format-version\":\"3\"}");
+    REQUIRE(t->md);
+    CHECK_EQ(json_integer_value(json_object_get(t->md, "format-version")), 3);
+    CHECK_EQ(json_integer_value(json_object_get(t->md, "next-row-id")), 0);
+    char err[512] = "";
+    fl_append_opts_t o = { .target_file_bytes = 4096 };
+    fl_appender_t *a = NULL, *b = NULL;
+    REQUIRE(fl_append_open(&a, &ops, &o, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_open(&b, &ops, &o, err, sizeof err) == FL_OK);
+    fl_vec_t batch;
+    fl_vec_init(&batch, fl_append_schema(a));
+    fill(&batch, 0, 1000, 4);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    fl_vec_clear(&batch);
+    fill(&batch, 5000, 250, 2);
+    REQUIRE(fl_append_write(b, &batch, err, sizeof err) == FL_OK);
+    int64_t sa = -1, sb = -1;
+    REQUIRE(fl_append_commit(a, NULL, 0, &sa, err, sizeof err) == FL_OK);
+    CHECK_EQ(json_integer_value(json_object_get(t->md, "next-row-id")), 1000);
+    /* b was opened when next-row-id was 0: it re-bases and starts at 1000. */
+    REQUIRE(fl_append_commit(b, NULL, 0, &sb, err, sizeof err) == FL_OK);
+    CHECK_EQ(t->conflicts, 1);
+    CHECK_EQ(json_integer_value(json_object_get(t->md, "next-row-id")), 1250);
+    json_t *snaps = json_object_get(t->md, "snapshots");
+    REQUIRE(json_array_size(snaps) == 2);
+    json_t *s1 = json_array_get(snaps, 0), *s2 = json_array_get(snaps, 1);
+    CHECK_EQ(json_integer_value(json_object_get(s1, "first-row-id")), 0);
+    CHECK_EQ(json_integer_value(json_object_get(s1, "added-rows")), 1000);
+    CHECK_EQ(json_integer_value(json_object_get(s2, "first-row-id")), 1000);
+    CHECK_EQ(json_integer_value(json_object_get(s2, "added-rows")), 250);
+
+    fl_manifest_file_t *mfs;
+    size_t n;
+    char hdr[32];
+    read_list(t, s1, &mfs, &n, hdr, sizeof hdr);
+    REQUIRE(n == 1);
+    CHECK_STR(hdr, "0");
+    CHECK(mfs[0].has_first_row_id);
+    CHECK_EQ(mfs[0].first_row_id, 0);
+    fl_manifest_files_free(mfs, n);
+    read_list(t, s2, &mfs, &n, hdr, sizeof hdr);
+    REQUIRE(n == 2);
+    CHECK_STR(hdr, "1000");
+    CHECK_EQ(mfs[0].added_snapshot_id, sb);
+    CHECK(mfs[0].has_first_row_id);
+    CHECK_EQ(mfs[0].first_row_id, 1000);
+    CHECK_EQ(mfs[0].added_rows_count, 250);
+    CHECK_EQ(mfs[1].added_snapshot_id, sa);
+    CHECK(mfs[1].has_first_row_id);
+    CHECK_EQ(mfs[1].first_row_id, 0);
+    /* the new manifest's data files leave first_row_id null */
+    int mi = find_obj(t, mfs[0].manifest_path);
+    REQUIRE(mi >= 0);
+    fl_manifest_entry_t *en = NULL;
+    size_t ne = 0;
+    REQUIRE(fl_manifest_read(fl_slice(t->objs[mi].data.ptr, t->objs[mi].data.len), &mfs[0], &en, &ne, err,
+                             sizeof err) == FL_OK);
+    CHECK(ne >= 2);
+    int64_t sum = 0;
+    for (size_t k = 0; k < ne; k++) {
+        CHECK(!en[k].file.has_first_row_id);
+        sum += en[k].file.record_count;
+    }
+    CHECK_EQ(sum, 250);
+    fl_manifest_entries_free(en, ne);
+    fl_manifest_files_free(mfs, n);
+
+    int64_t rows, idsum;
+    size_t files;
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 1250);
+    fl_append_free(a);
+    fl_append_free(b);
+    fl_vec_free(&batch);
+    mem_table_free(t);
+    free(t);
+}
+
+/* A v2 list has no first-row-id anywhere; a v1 table is refused. */
+FL_TEST(append_v2_list_no_row_ids_v1_refused)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init(t, &ops);
+    char err[512] = "";
+    fl_appender_t *a = NULL;
+    REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);
+    fl_vec_t batch;
+    fl_vec_init(&batch, fl_append_schema(a));
+    fill(&batch, 0, 50, 3);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    int64_t sid = -1;
+    REQUIRE(fl_append_commit(a, NULL, 0, &sid, err, sizeof err) == FL_OK);
+    json_t *s = json_array_get(json_object_get(t->md, "snapshots"), 0);
+    CHECK(!json_object_get(s, "first-row-id") && !json_object_get(s, "added-rows"));
+    CHECK(!json_object_get(t->md, "next-row-id"));
+    fl_manifest_file_t *mfs;
+    size_t n;
+    char hdr[32];
+    read_list(t, s, &mfs, &n, hdr, sizeof hdr);
+    REQUIRE(n == 1);
+    CHECK_STR(hdr, "");
+    CHECK(!mfs[0].has_first_row_id);
+    fl_manifest_files_free(mfs, n);
+    fl_append_free(a);
+    fl_vec_free(&batch);
+    mem_table_free(t);
+
+    mem_table_init_props(t, &ops, "{\"spec-id\":0,\"fields\":[]}", "{\"format-version\":\"1\"}");
+    REQUIRE(t->md);
+    a = NULL;
+    CHECK(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_ERR_INVALID);
+    CHECK(strstr(err, "format-version 2 and 3") && strstr(err, "v1"));
+    CHECK(!a);
     mem_table_free(t);
     free(t);
 }
