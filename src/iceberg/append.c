@@ -19,6 +19,7 @@
 #include "base/uuid.h"
 #include "iceberg/manifest.h"
 #include "iceberg/metadata.h"
+#include "iceberg/metrics_config.h"
 #include "iceberg/schema.h"
 #include "iceberg/transform.h"
 
@@ -51,6 +52,7 @@ struct fl_appender {
     fl_part_spec_t spec;
     bool partitioned;
     fl_pq_write_opts_t pq;
+    fl_metrics_policy_t metrics;  /* write.metadata.metrics.* for the schema's leaves */
     char *schema_json;          /* footer iceberg.schema */
     fl_slice_t footer_kv[2];
     char *data_path, *metadata_path;
@@ -162,6 +164,10 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
         a->pq.row_group_bytes = (size_t)prop_i64(a->md, "write.parquet.row-group-size-bytes", (int64_t)a->pq.row_group_bytes);
         a->pq.dict_page_bytes = (size_t)prop_i64(a->md, "write.parquet.dict-size-bytes", (int64_t)a->pq.dict_page_bytes);
     }
+    /* Metrics modes: the writer keeps bounds long enough for every column;
+     * finish_file cuts them to each column's mode. */
+    fl_metrics_policy_build(a->md, &a->schema, &a->metrics);
+    a->pq.stats_truncate = fl_metrics_policy_writer_truncate(&a->metrics);
     a->target_bytes = a->opts.target_file_bytes > 0
                           ? a->opts.target_file_bytes
                           : prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
@@ -330,6 +336,7 @@ static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t 
     df.file_format = fl_strdup("PARQUET");
     df.record_count = info.record_count;
     df.file_size_in_bytes = info.file_size;
+    info.n_metrics = fl_metrics_policy_apply(&a->metrics, info.metrics, info.n_metrics);
     df.metrics = info.metrics;
     df.n_metrics = info.n_metrics;
     df.split_offsets = info.split_offsets;
@@ -901,6 +908,7 @@ void fl_append_free(fl_appender_t *a)
     free(a->md_location);
     fl_field_free(&a->schema);
     fl_part_spec_free(&a->spec);
+    fl_metrics_policy_free(&a->metrics);
     free(a->schema_json);
     free(a->data_path);
     free(a->metadata_path);
