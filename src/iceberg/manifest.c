@@ -1479,6 +1479,57 @@ static fl_err_t open_plan(fl_slice_t file, fl_avro_reader_t *ar, plan_t *p, int3
     return FL_OK;
 }
 
+/* Decode every record of the container: grows *arr (elements of elem bytes,
+ * zeroed before each read) and calls read(ctx, root, element) with d positioned
+ * on the record. what names the records in errors. */
+typedef fl_err_t (*read_rec_fn)(void *ctx, int32_t root, void *out);
+
+static fl_err_t read_records(fl_avro_reader_t *ar, fl_avro_dec_t *d, rd_t *r, const char *what,
+                             read_rec_fn read, void *ctx, int32_t root, void **arr, size_t elem,
+                             size_t *cnt)
+{
+    char *err = r->err;
+    size_t errlen = r->errlen;
+    size_t cap = 0;
+    fl_err_t e = FL_OK;
+    while (!e) {
+        fl_slice_t blk;
+        int64_t recs;
+        bool done;
+        if ((e = fl_avro_reader_next(ar, &blk, &recs, &done))) {
+            ERR("bad Avro block (%s)", fl_err_str(e));
+            break;
+        }
+        if (done) break;
+        fl_avro_dec_init(d, blk);
+        for (int64_t i = 0; i < recs && !e; i++) {
+            if (*cnt >= FL_MANIFEST_MAX_ENTRIES) {
+                ERR("%s has too many entries", what);
+                e = FL_ERR_TOO_LARGE;
+                break;
+            }
+            if (*cnt == cap) {
+                cap = cap ? cap * 2 : 8;
+                *arr = fl_realloc(*arr, cap * elem);
+            }
+            char *slot = (char *)*arr + *cnt * elem;
+            memset(slot, 0, elem);
+            (*cnt)++;
+            size_t before = fl_avro_dec_left(d);
+            e = read(ctx, root, slot);
+            if (!e && fl_avro_dec_left(d) == before) e = FL_ERR_INVALID;
+            if (e) ERR("%s record %zu is malformed", what, *cnt - 1);
+        }
+        if (!e && fl_avro_dec_left(d)) {
+            ERR("trailing bytes in an Avro block");
+            e = FL_ERR_INVALID;
+        }
+    }
+    return e;
+}
+
+static fl_err_t read_list_cb(void *ctx, int32_t root, void *out) { return read_list_record(ctx, root, out); }
+
 fl_err_t fl_manifest_list_read(fl_slice_t file, fl_manifest_file_t **files, size_t *n,
                                char *err, size_t errlen)
 {
@@ -1494,40 +1545,10 @@ fl_err_t fl_manifest_list_read(fl_slice_t file, fl_manifest_file_t **files, size
         e = FL_ERR_INVALID;
     }
     fl_manifest_file_t *out = NULL;
-    size_t cnt = 0, cap = 0;
+    size_t cnt = 0;
     rd_t r = { .p = &p, .err = err, .errlen = errlen };
-    while (!e) {
-        fl_slice_t blk;
-        int64_t recs;
-        bool done;
-        if ((e = fl_avro_reader_next(&ar, &blk, &recs, &done))) {
-            ERR("bad Avro block (%s)", fl_err_str(e));
-            break;
-        }
-        if (done) break;
-        fl_avro_dec_init(&r.d, blk);
-        for (int64_t i = 0; i < recs && !e; i++) {
-            if (cnt >= FL_MANIFEST_MAX_ENTRIES) {
-                ERR("manifest list has too many entries");
-                e = FL_ERR_TOO_LARGE;
-                break;
-            }
-            if (cnt == cap) {
-                cap = cap ? cap * 2 : 8;
-                out = fl_realloc(out, cap * sizeof *out);
-            }
-            memset(&out[cnt], 0, sizeof out[cnt]);
-            cnt++;
-            size_t before = fl_avro_dec_left(&r.d);
-            e = read_list_record(&r, root, &out[cnt - 1]);
-            if (!e && fl_avro_dec_left(&r.d) == before) e = FL_ERR_INVALID;
-            if (e) ERR("manifest list record %zu is malformed", cnt - 1);
-        }
-        if (!e && fl_avro_dec_left(&r.d)) {
-            ERR("trailing bytes in an Avro block");
-            e = FL_ERR_INVALID;
-        }
-    }
+    if (!e)
+        e = read_records(&ar, &r.d, &r, "manifest list", read_list_cb, &r, root, (void **)&out, sizeof *out, &cnt);
     plan_free(&p);
     fl_avro_reader_close(&ar);
     if (e) {
@@ -1842,6 +1863,8 @@ static fl_err_t read_entry(mread_t *m, int32_t root, fl_manifest_entry_t *en)
     return e;
 }
 
+static fl_err_t read_entry_cb(void *ctx, int32_t root, void *out) { return read_entry(ctx, root, out); }
+
 fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,
                           fl_manifest_entry_t **entries, size_t *n, char *err, size_t errlen)
 {
@@ -1864,39 +1887,9 @@ fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,
     }
     mread_t m = { .r = { .p = &p, .err = err, .errlen = errlen } };
     fl_manifest_entry_t *out = NULL;
-    size_t cnt = 0, cap = 0;
-    while (!e) {
-        fl_slice_t blk;
-        int64_t recs;
-        bool done;
-        if ((e = fl_avro_reader_next(&ar, &blk, &recs, &done))) {
-            ERR("bad Avro block (%s)", fl_err_str(e));
-            break;
-        }
-        if (done) break;
-        fl_avro_dec_init(&m.r.d, blk);
-        for (int64_t i = 0; i < recs && !e; i++) {
-            if (cnt >= FL_MANIFEST_MAX_ENTRIES) {
-                ERR("manifest has too many entries");
-                e = FL_ERR_TOO_LARGE;
-                break;
-            }
-            if (cnt == cap) {
-                cap = cap ? cap * 2 : 8;
-                out = fl_realloc(out, cap * sizeof *out);
-            }
-            memset(&out[cnt], 0, sizeof out[cnt]);
-            cnt++;
-            size_t before = fl_avro_dec_left(&m.r.d);
-            e = read_entry(&m, root, &out[cnt - 1]);
-            if (!e && fl_avro_dec_left(&m.r.d) == before) e = FL_ERR_INVALID;
-            if (e) ERR("manifest entry %zu is malformed", cnt - 1);
-        }
-        if (!e && fl_avro_dec_left(&m.r.d)) {
-            ERR("trailing bytes in an Avro block");
-            e = FL_ERR_INVALID;
-        }
-    }
+    size_t cnt = 0;
+    if (!e)
+        e = read_records(&ar, &m.r.d, &m.r, "manifest", read_entry_cb, &m, root, (void **)&out, sizeof *out, &cnt);
     free(m.kv);
     plan_free(&p);
     fl_avro_reader_close(&ar);
