@@ -212,8 +212,9 @@ static sqlite3_stmt *bind_range(fl_conn_t *k, int st_ge, int st_gt, const char *
     return st;
 }
 
-static void row_bucket(sqlite3_stmt *st, fl_tbucket_t *b)
+static void row_bucket(sqlite3_stmt *st, void *out)
 {
+    fl_tbucket_t *b = out;
     memset(b, 0, sizeof *b);
     col_copy(st, 0, b->name, sizeof b->name);
     col_copy(st, 1, b->arn, sizeof b->arn);
@@ -222,8 +223,9 @@ static void row_bucket(sqlite3_stmt *st, fl_tbucket_t *b)
     b->created_ms = sqlite3_column_int64(st, 4);
 }
 
-static void row_ns(sqlite3_stmt *st, fl_namespace_t *ns)
+static void row_ns(sqlite3_stmt *st, void *out)
 {
+    fl_namespace_t *ns = out;
     memset(ns, 0, sizeof *ns);
     col_copy(st, 0, ns->bucket, sizeof ns->bucket);
     col_copy(st, 1, ns->name, sizeof ns->name);
@@ -234,8 +236,9 @@ static void row_ns(sqlite3_stmt *st, fl_namespace_t *ns)
     ns->properties = col_strdup(st, 6);
 }
 
-static void row_table(sqlite3_stmt *st, fl_table_t *t)
+static void row_table(sqlite3_stmt *st, void *out)
 {
+    fl_table_t *t = out;
     col_copy(st, 0, t->bucket, sizeof t->bucket);
     col_copy(st, 1, t->ns, sizeof t->ns);
     col_copy(st, 2, t->name, sizeof t->name);
@@ -260,6 +263,31 @@ static fl_err_t db_err(fl_conn_t *k, int rc, const char *what)
 {
     fl_error("catalog: %s: %s (%s)", what, sqlite3_errmsg(k->db), sqlite3_errstr(rc));
     return FL_ERR_IO;
+}
+
+/* Steps a bound list statement (its LIMIT bound to max + 1): up to max rows
+ * into a new array of elem-byte rows, each filled by row; *more is set when a
+ * further row exists. On failure the rows read so far are still returned in
+ * *out / *n for the caller to free. */
+static fl_err_t collect_rows(fl_conn_t *k, sqlite3_stmt *st, int max, size_t elem,
+                             void (*row)(sqlite3_stmt *, void *), const char *what, void **out,
+                             size_t *n, bool *more)
+{
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == (size_t)max) { *more = true; break; }
+        if (*n == cap) *out = fl_realloc(*out, (cap = cap ? cap * 2 : 16) * elem);
+        char *slot = (char *)*out + *n * elem;
+        memset(slot, 0, elem);
+        row(st, slot);
+        (*n)++;
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        *more = false;
+        return db_err(k, rc, what);
+    }
+    return FL_OK;
 }
 
 /* Steps a statement expecting at most one row: FL_OK with the row current
@@ -503,11 +531,7 @@ fl_err_t fl_catalog_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *
 fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char *after, int max,
                                 fl_tbucket_t **out, size_t *n, bool *more)
 {
-    fl_err_t err = FL_OK;
-    fl_tbucket_t *v = NULL;
-    size_t cnt = 0, cap = 0;
     char *hi = NULL;
-    int rc;
     *out = NULL;
     *n = 0;
     *more = false;
@@ -516,21 +540,11 @@ fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char 
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = bind_range(k, ST_B_LIST_GE, ST_B_LIST_GT, prefix, after, &hi);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (cnt == (size_t)max) { *more = true; break; }
-        if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
-        row_bucket(st, &v[cnt++]);
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) { err = db_err(k, rc, "bucket list"); goto out; }
-    *out = v;
-    *n = cnt;
-    v = NULL;
-out:
+    fl_err_t err = collect_rows(k, st, max, sizeof **out, row_bucket, "bucket list", (void **)out, n, more);
     sqlite3_reset(st);
     conn_put(c, k);
     free(hi);
-    free(v);
-    if (err) *more = false;
+    if (err) { free(*out); *out = NULL; *n = 0; }
     return err;
 }
 
@@ -627,11 +641,7 @@ fl_err_t fl_catalog_ns_get(fl_catalog_t *c, const char *bucket, const char *name
 fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *prefix, const char *after,
                             int max, fl_namespace_t **out, size_t *n, bool *more)
 {
-    fl_err_t err = FL_OK;
-    fl_namespace_t *v = NULL;
-    size_t cnt = 0, cap = 0;
     char *hi = NULL;
-    int rc;
     *out = NULL;
     *n = 0;
     *more = false;
@@ -641,21 +651,11 @@ fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *pre
     sqlite3_stmt *st = bind_range(k, ST_N_LIST_GE, ST_N_LIST_GT, prefix, after, &hi);
     bind_str(st, 1, bucket);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (cnt == (size_t)max) { *more = true; break; }
-        if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
-        row_ns(st, &v[cnt++]);
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) { err = db_err(k, rc, "namespace list"); goto out; }
-    *out = v;
-    *n = cnt;
-    v = NULL;
-out:
+    fl_err_t err = collect_rows(k, st, max, sizeof **out, row_ns, "namespace list", (void **)out, n, more);
     sqlite3_reset(st);
     conn_put(c, k);
     free(hi);
-    if (v) fl_namespaces_free(v, cnt);
-    if (err) *more = false;
+    if (err) { fl_namespaces_free(*out, *n); *out = NULL; *n = 0; }
     return err;
 }
 
@@ -807,11 +807,8 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
                                int max, fl_table_t **out, size_t *n, bool *more)
 {
     fl_err_t err = FL_OK;
-    fl_table_t *v = NULL;
-    size_t cnt = 0, cap = 0;
     char *hi = NULL;
     sqlite3_stmt *st = NULL;
-    int rc;
     *out = NULL;
     *n = 0;
     *more = false;
@@ -822,7 +819,7 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
         const char *after = NULL;
         if (after_ns) {
             int r = strcmp(after_ns, ns);
-            if (r > 0) goto done;        /* the cursor is past this namespace */
+            if (r > 0) goto out;         /* the cursor is past this namespace */
             if (r == 0) after = after_name ? after_name : "";
         }
         st = bind_range(k, ST_T_LIST1_GE, ST_T_LIST1_GT, prefix, after, &hi);
@@ -838,22 +835,12 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
     bind_str(st, 1, bucket);
     bind_str(st, 9, kind);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (cnt == (size_t)max) { *more = true; break; }
-        if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
-        row_table(st, &v[cnt++]);
-    }
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) { err = db_err(k, rc, "table list"); goto out; }
-done:
-    *out = v;
-    *n = cnt;
-    v = NULL;
+    err = collect_rows(k, st, max, sizeof **out, row_table, "table list", (void **)out, n, more);
 out:
     if (st) sqlite3_reset(st);
     conn_put(c, k);
     free(hi);
-    free(v);
-    if (err) *more = false;
+    if (err) { free(*out); *out = NULL; *n = 0; }
     return err;
 }
 
