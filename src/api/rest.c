@@ -1452,16 +1452,19 @@ out:
     free(locks);
 }
 
-static void h_commit_table(rctx_t *x)
+/* A single-table (or single-view) commit: the request body is one change. */
+static void commit_one(rctx_t *x, const char *op, bool view)
 {
-    fl_http_set_op(x->r->c, "updateTable");
+    fl_http_set_op(x->r->c, op);
     if (!parse_body(x)) return;
     change_t *ch = fl_calloc(1, sizeof *ch);
     snprintf(ch->ns, sizeof ch->ns, "%s", x->ns);
     snprintf(ch->name, sizeof ch->name, "%s", x->name);
-    if (change_arrays(x, x->body, ch)) commit_changes(x, ch, 1, false, true);
+    if (change_arrays(x, x->body, ch)) commit_changes(x, ch, 1, view, true);
     free(ch);
 }
+
+static void h_commit_table(rctx_t *x) { commit_one(x, "updateTable", false); }
 
 static void h_commit_tx(rctx_t *x)
 {
@@ -1565,16 +1568,7 @@ static void h_head_view(rctx_t *x)
     if (get_row(x, x->ns, x->name, true, &t, true)) send_204(x);
 }
 
-static void h_replace_view(rctx_t *x)
-{
-    fl_http_set_op(x->r->c, "replaceView");
-    if (!parse_body(x)) return;
-    change_t *ch = fl_calloc(1, sizeof *ch);
-    snprintf(ch->ns, sizeof ch->ns, "%s", x->ns);
-    snprintf(ch->name, sizeof ch->name, "%s", x->name);
-    if (change_arrays(x, x->body, ch)) commit_changes(x, ch, 1, true, true);
-    free(ch);
-}
+static void h_replace_view(rctx_t *x) { commit_one(x, "replaceView", true); }
 
 static void h_drop_view(rctx_t *x)
 {
