@@ -614,60 +614,79 @@ static fl_err_t close_all(fl_appender_t *a, char *err, size_t errlen)
     return FL_OK;
 }
 
-fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
-                          char *err, size_t errlen)
+/* One commit in the making: what every attempt reuses (the snapshot id, the
+ * one manifest of the new files, the figures) and what each attempt redoes
+ * (the parent's manifests, the manifest list). */
+typedef struct commit_job {
+    int64_t sid;
+    char uuid[37];
+    int64_t added_rows, added_size;
+    size_t changed_partitions;
+    fl_manifest_file_t mf;          /* the new files' manifest */
+    char *manifest_uri;
+    char *list_uri;                 /* this attempt's manifest list */
+    fl_manifest_file_t *parent_files;
+    size_t n_parent;
+    fl_buf_t scratch;
+} commit_job_t;
+
+static int cmp_buf(const void *x, const void *y)
 {
-    *snapshot_id = -1;
-    fl_err_t e = close_all(a, err, errlen);
-    if (e) return e;
-    if (!a->n_files) return FL_OK;
+    const fl_buf_t *a = x, *b = y;
+    size_t n = a->len < b->len ? a->len : b->len;
+    int c = n ? memcmp(a->ptr, b->ptr, n) : 0;
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
 
-    fl_manifest_writer_t mw;
-    fl_manifest_file_t mf;
-    memset(&mw, 0, sizeof mw);
-    memset(&mf, 0, sizeof mf);
-    fl_buf_t mbytes, lbytes, uri, parent_list;
-    fl_buf_init(&mbytes, 0);
-    fl_buf_init(&lbytes, 0);
-    fl_buf_init(&uri, 0);
-    fl_buf_init(&parent_list, 0);
-    fl_manifest_file_t *parent_files = NULL;
-    size_t n_parent = 0;
-    json_t *updates = NULL, *reqs = NULL;
-    char *list_uri = NULL, *manifest_uri = NULL;
-    char commit_uuid[37];
-    fl_uuid4(commit_uuid);
-
-    int64_t sid = new_snapshot_id(a->md);
-    int64_t added_rows = 0, added_size = 0;
+/* Distinct partition tuples among the files to commit. */
+static size_t count_changed_partitions(const fl_appender_t *a)
+{
+    fl_buf_t *keys = fl_malloc(a->n_files * sizeof *keys);
     for (size_t i = 0; i < a->n_files; i++) {
-        added_rows += a->files[i].record_count;
-        added_size += a->files[i].file_size_in_bytes;
+        fl_buf_init(&keys[i], 0);
+        for (size_t p = 0; p < a->files[i].n_partition; p++) key_append(&keys[i], &a->files[i].partition[p]);
     }
-    /* changed partitions */
+    qsort(keys, a->n_files, sizeof *keys, cmp_buf);
     size_t changed = 0;
-    {
-        fl_buf_t k1, k2;
-        fl_buf_init(&k1, 0);
-        fl_buf_init(&k2, 0);
-        for (size_t i = 0; i < a->n_files; i++) {
-            fl_buf_reset(&k1);
-            for (size_t p = 0; p < a->files[i].n_partition; p++) key_append(&k1, &a->files[i].partition[p]);
-            bool seen = false;
-            for (size_t j = 0; j < i && !seen; j++) {
-                fl_buf_reset(&k2);
-                for (size_t p = 0; p < a->files[j].n_partition; p++) key_append(&k2, &a->files[j].partition[p]);
-                seen = k1.len == k2.len && !memcmp(k1.ptr, k2.ptr, k1.len);
-            }
-            if (!seen) changed++;
-        }
-        fl_buf_free(&k1);
-        fl_buf_free(&k2);
-    }
+    for (size_t i = 0; i < a->n_files; i++)
+        if (i == 0 || cmp_buf(&keys[i - 1], &keys[i])) changed++;
+    for (size_t i = 0; i < a->n_files; i++) fl_buf_free(&keys[i]);
+    free(keys);
+    return changed;
+}
 
-    /* The manifest: written once, reused by every attempt. */
-    if ((e = fl_manifest_writer_open(&mw, a->format_version, &a->schema, a->schema_id, &a->spec, 0, sid,
-                                     FL_AVRO_CODEC_DEFLATE))) {
+static void commit_job_init(const fl_appender_t *a, commit_job_t *j)
+{
+    memset(j, 0, sizeof *j);
+    fl_buf_init(&j->scratch, 0);
+    fl_uuid4(j->uuid);
+    j->sid = new_snapshot_id(a->md);
+    for (size_t i = 0; i < a->n_files; i++) {
+        j->added_rows += a->files[i].record_count;
+        j->added_size += a->files[i].file_size_in_bytes;
+    }
+    j->changed_partitions = count_changed_partitions(a);
+}
+
+static void commit_job_free(commit_job_t *j)
+{
+    fl_manifest_file_free(&j->mf);
+    fl_manifest_files_free(j->parent_files, j->n_parent);
+    fl_buf_free(&j->scratch);
+    free(j->list_uri);
+    free(j->manifest_uri);
+}
+
+/* Writes and uploads the manifest of the new files: once, reused by every attempt. */
+static fl_err_t write_manifest(fl_appender_t *a, commit_job_t *j, char *err, size_t errlen)
+{
+    fl_manifest_writer_t mw;
+    memset(&mw, 0, sizeof mw);
+    fl_buf_t bytes;
+    fl_buf_init(&bytes, 0);
+    fl_err_t e = fl_manifest_writer_open(&mw, a->format_version, &a->schema, a->schema_id, &a->spec, 0, j->sid,
+                                         FL_AVRO_CODEC_DEFLATE);
+    if (e) {
         fl_err_fmt(err, errlen, e, "cannot start a manifest: %s", fl_err_str(e));
         goto out;
     }
@@ -676,207 +695,273 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
         memset(&me, 0, sizeof me);
         me.status = 1;
         me.has_snapshot_id = true;
-        me.snapshot_id = sid;
+        me.snapshot_id = j->sid;
         me.file = a->files[i];
         if ((e = fl_manifest_writer_add(&mw, &me))) {
             fl_err_fmt(err, errlen, e, "cannot write a manifest entry: %s", fl_err_str(e));
             goto out;
         }
     }
-    fl_buf_printf(&uri, "%s/%s-m0.avro", a->metadata_path, commit_uuid);
-    manifest_uri = fl_buf_steal(&uri);
+    fl_buf_reset(&j->scratch);
+    fl_buf_printf(&j->scratch, "%s/%s-m0.avro", a->metadata_path, j->uuid);
+    j->manifest_uri = fl_buf_steal(&j->scratch);
     json_int_t last_seq = json_integer_value(json_object_get(a->md, "last-sequence-number"));
-    if ((e = fl_manifest_writer_finish(&mw, manifest_uri, last_seq + 1, &mbytes, &mf))) {
+    if ((e = fl_manifest_writer_finish(&mw, j->manifest_uri, last_seq + 1, &bytes, &j->mf))) {
         fl_err_fmt(err, errlen, e, "cannot finish the manifest: %s", fl_err_str(e));
         goto out;
     }
-    if ((e = a->ops.put(a->ops.ctx, manifest_uri, mbytes.ptr, mbytes.len))) {
-        fl_err_fmt(err, errlen, e, "uploading %s failed: %s", manifest_uri, fl_err_str(e));
-        goto out;
-    }
+    if ((e = a->ops.put(a->ops.ctx, j->manifest_uri, bytes.ptr, bytes.len)))
+        fl_err_fmt(err, errlen, e, "uploading %s failed: %s", j->manifest_uri, fl_err_str(e));
+out:
+    fl_manifest_writer_free(&mw);
+    fl_buf_free(&bytes);
+    return e;
+}
 
-    for (int attempt = 1;; attempt++) {
-        int64_t parent = main_snapshot(a->md);
-        int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
-        mf.sequence_number = seq;
-        mf.min_sequence_number = seq;
-        /* parent's manifests */
-        fl_manifest_files_free(parent_files, n_parent);
-        parent_files = NULL;
-        n_parent = 0;
-        json_t *psnap = parent >= 0 ? find_snapshot(a->md, parent) : NULL;
-        if (psnap) {
-            const char *pl = json_string_value(json_object_get(psnap, "manifest-list"));
-            if (!pl) {
-                e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "parent snapshot %" PRId64 " has no manifest-list (v1 manifests field unsupported)", parent);
-                goto out;
-            }
-            fl_buf_reset(&parent_list);
-            if ((e = a->ops.get(a->ops.ctx, pl, &parent_list))) {
-                fl_err_fmt(err, errlen, e, "reading %s failed: %s", pl, fl_err_str(e));
-                goto out;
-            }
-            if ((e = fl_manifest_list_read(fl_slice(parent_list.ptr, parent_list.len), &parent_files, &n_parent,
-                                           err, errlen)))
-                goto out;
-        }
-        size_t n_all = n_parent + 1;
-        fl_manifest_file_t *all = fl_malloc(n_all * sizeof *all);
-        all[0] = mf;
-        if (n_parent) memcpy(all + 1, parent_files, n_parent * sizeof *all);
-        fl_buf_reset(&lbytes);
-        /* v3 row lineage: ids start at the table's next-row-id as it is now
-         * (recomputed after a re-base); added-rows covers every id the list
-         * assigns, as Java's SnapshotProducer does. */
-        int64_t first_row_id = 0, next_row_id = 0;
-        if (a->format_version >= 3) {
-            first_row_id = (int64_t)json_integer_value(json_object_get(a->md, "next-row-id"));
-            e = fl_manifest_list_write_v3(sid, parent, seq, first_row_id, all, n_all, FL_AVRO_CODEC_DEFLATE,
-                                          &lbytes, &next_row_id);
-        } else {
-            e = fl_manifest_list_write(a->format_version, sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE,
-                                       &lbytes);
-        }
-        free(all);
-        if (e) { fl_err_fmt(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e)); goto out; }
-        free(list_uri);
-        fl_buf_reset(&uri);
-        fl_buf_printf(&uri, "%s/snap-%" PRId64 "-%d-%s.avro", a->metadata_path, sid, attempt, commit_uuid);
-        list_uri = fl_buf_steal(&uri);
-        if ((e = a->ops.put(a->ops.ctx, list_uri, lbytes.ptr, lbytes.len))) {
-            fl_err_fmt(err, errlen, e, "uploading %s failed: %s", list_uri, fl_err_str(e));
-            goto out;
-        }
+/* Reads the manifests of the parent snapshot (psnap NULL: none) into j->parent_files. */
+static fl_err_t read_parent_manifests(fl_appender_t *a, commit_job_t *j, json_t *psnap, char *err, size_t errlen)
+{
+    fl_manifest_files_free(j->parent_files, j->n_parent);
+    j->parent_files = NULL;
+    j->n_parent = 0;
+    if (!psnap) return FL_OK;
+    const char *pl = json_string_value(json_object_get(psnap, "manifest-list"));
+    if (!pl)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "parent snapshot %" PRId64
+                          " has no manifest-list (v1 manifests field unsupported)",
+                          (int64_t)json_integer_value(json_object_get(psnap, "snapshot-id")));
+    fl_buf_reset(&j->scratch);
+    fl_err_t e = a->ops.get(a->ops.ctx, pl, &j->scratch);
+    if (e) return fl_err_fmt(err, errlen, e, "reading %s failed: %s", pl, fl_err_str(e));
+    return fl_manifest_list_read(fl_slice(j->scratch.ptr, j->scratch.len), &j->parent_files, &j->n_parent,
+                                 err, errlen);
+}
 
-        /* summary */
-        json_t *summary = json_object();
-        json_object_set_new(summary, "operation", json_string("append"));
-        set_num(summary, "added-data-files", (int64_t)a->n_files);
-        set_num(summary, "added-records", added_rows);
-        set_num(summary, "added-files-size", added_size);
-        set_num(summary, "changed-partition-count", (int64_t)changed);
-        bool ok = true;
-        int64_t tr = 0, tf = 0, ts = 0, tdel = 0, tpd = 0, ted = 0;
-        if (psnap) {
-            tr = summary_i64(psnap, "total-records", &ok);
-            tf = summary_i64(psnap, "total-data-files", &ok);
-            ts = summary_i64(psnap, "total-files-size", &ok);
-            tdel = summary_i64(psnap, "total-delete-files", &ok);
-            tpd = summary_i64(psnap, "total-position-deletes", &ok);
-            ted = summary_i64(psnap, "total-equality-deletes", &ok);
-        }
-        if (ok) {
-            set_num(summary, "total-records", tr + added_rows);
-            set_num(summary, "total-files-size", ts + added_size);
-            set_num(summary, "total-data-files", tf + (int64_t)a->n_files);
-            set_num(summary, "total-delete-files", tdel);
-            set_num(summary, "total-position-deletes", tpd);
-            set_num(summary, "total-equality-deletes", ted);
-        }
-        for (size_t i = 0; i < n_kv; i++)
-            if (kv[2 * i] && kv[2 * i + 1]) json_object_set_new(summary, kv[2 * i], json_string(kv[2 * i + 1]));
-        json_t *snap = json_pack("{s:I,s:I,s:I,s:s,s:o,s:i}", "snapshot-id", (json_int_t)sid,
-                                 "sequence-number", (json_int_t)seq, "timestamp-ms", (json_int_t)fl_now_ms(),
-                                 "manifest-list", list_uri, "summary", summary, "schema-id", (int)a->schema_id);
-        if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
-        if (a->format_version >= 3) {
-            json_object_set_new(snap, "first-row-id", json_integer(first_row_id));
-            json_object_set_new(snap, "added-rows", json_integer(next_row_id - first_row_id));
-        }
-        json_decref(updates);
-        json_decref(reqs);
-        updates = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap,
-                            "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
-                            "snapshot-id", (json_int_t)sid);
-        reqs = json_pack("[{s:s,s:s},{s:s,s:s,s:o}]", "type", "assert-table-uuid", "uuid", a->table_uuid,
-                         "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
-                         parent >= 0 ? json_integer(parent) : json_null());
-        json_t *newmd = NULL;
-        int status = 0;
-        char cerr[512] = "";
-        e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
-        if (!e && status >= 200 && status < 300) {
-            if (newmd) {
-                bind_metadata(a, newmd, NULL, 0);
-            } else {
-                json_t *md = NULL;
-                char *loc = NULL;
-                if (!a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) {
-                    bind_metadata(a, md, NULL, 0);
-                    free(a->md_location);
-                    a->md_location = loc;
-                }
-            }
-            *snapshot_id = sid;
-            break;
-        }
-        json_decref(newmd);
-        if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
-            /* Re-base on the table as it is now. */
-            a->ops.del(a->ops.ctx, list_uri);
-            json_t *md = NULL;
-            char *loc = NULL;
-            if ((e = a->ops.load(a->ops.ctx, &md, &loc, err, errlen))) goto out;
-            free(a->md_location);
-            a->md_location = loc;
-            const char *old_uuid = a->table_uuid[0] ? a->table_uuid : "";
-            const char *nu = json_string_value(json_object_get(md, "table-uuid"));
-            if (nu && strcmp(nu, old_uuid)) {
-                json_decref(md);
-                e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "the table was replaced while appending (uuid changed)");
-                goto out;
-            }
-            if ((e = bind_metadata(a, md, err, errlen))) goto out;
-            usleep((useconds_t)(attempt * 20000));
-            continue;
-        }
-        if (status == 409) {
-            e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
-            goto out;
-        }
-        if (status >= 400 && status < 500) {
-            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "the catalog refused the commit (%d): %s", status, cerr);
-            goto out;
-        }
-        /* Unknown outcome: look for our snapshot. */
-        json_t *md = NULL;
-        char *loc = NULL;
-        if (!a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) {
-            bool there = find_snapshot(md, sid) != NULL;
-            bind_metadata(a, md, NULL, 0);
-            free(a->md_location);
-            a->md_location = loc;
-            if (there) { *snapshot_id = sid; break; }
-        }
-        e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown (status %d): %s", status, cerr);
-        for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
-        a->n_files = 0;
-        a->rows = 0;
-        goto out_keep;
+/* Writes and uploads this attempt's manifest list: the new manifest first, then
+ * the parent's. v3 row lineage: ids start at the table's next-row-id as it is
+ * now (recomputed after a re-base); *first_row_id / *next_row_id say which. */
+static fl_err_t write_manifest_list(fl_appender_t *a, commit_job_t *j, int64_t parent, int64_t seq, int attempt,
+                                    int64_t *first_row_id, int64_t *next_row_id, char *err, size_t errlen)
+{
+    j->mf.sequence_number = seq;
+    j->mf.min_sequence_number = seq;
+    size_t n_all = j->n_parent + 1;
+    fl_manifest_file_t *all = fl_malloc(n_all * sizeof *all);
+    all[0] = j->mf;
+    if (j->n_parent) memcpy(all + 1, j->parent_files, j->n_parent * sizeof *all);
+    fl_buf_reset(&j->scratch);
+    fl_err_t e;
+    *first_row_id = *next_row_id = 0;
+    if (a->format_version >= 3) {
+        *first_row_id = (int64_t)json_integer_value(json_object_get(a->md, "next-row-id"));
+        e = fl_manifest_list_write_v3(j->sid, parent, seq, *first_row_id, all, n_all, FL_AVRO_CODEC_DEFLATE,
+                                      &j->scratch, next_row_id);
+    } else {
+        e = fl_manifest_list_write(a->format_version, j->sid, parent, seq, all, n_all, FL_AVRO_CODEC_DEFLATE,
+                                   &j->scratch);
     }
-    /* committed */
+    free(all);
+    if (e) return fl_err_fmt(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e));
+    fl_buf_t uri;
+    fl_buf_init(&uri, 0);
+    fl_buf_printf(&uri, "%s/snap-%" PRId64 "-%d-%s.avro", a->metadata_path, j->sid, attempt, j->uuid);
+    free(j->list_uri);
+    j->list_uri = fl_buf_steal(&uri);
+    if ((e = a->ops.put(a->ops.ctx, j->list_uri, j->scratch.ptr, j->scratch.len)))
+        return fl_err_fmt(err, errlen, e, "uploading %s failed: %s", j->list_uri, fl_err_str(e));
+    return FL_OK;
+}
+
+/* The snapshot summary: Iceberg's figures (totals carried from the parent when
+ * it has them all) and the caller's pairs. New reference. */
+static json_t *snapshot_summary(const fl_appender_t *a, const commit_job_t *j, json_t *psnap,
+                                const char *const *kv, size_t n_kv)
+{
+    json_t *summary = json_object();
+    json_object_set_new(summary, "operation", json_string("append"));
+    set_num(summary, "added-data-files", (int64_t)a->n_files);
+    set_num(summary, "added-records", j->added_rows);
+    set_num(summary, "added-files-size", j->added_size);
+    set_num(summary, "changed-partition-count", (int64_t)j->changed_partitions);
+    bool ok = true;
+    int64_t tr = 0, tf = 0, ts = 0, tdel = 0, tpd = 0, ted = 0;
+    if (psnap) {
+        tr = summary_i64(psnap, "total-records", &ok);
+        tf = summary_i64(psnap, "total-data-files", &ok);
+        ts = summary_i64(psnap, "total-files-size", &ok);
+        tdel = summary_i64(psnap, "total-delete-files", &ok);
+        tpd = summary_i64(psnap, "total-position-deletes", &ok);
+        ted = summary_i64(psnap, "total-equality-deletes", &ok);
+    }
+    if (ok) {
+        set_num(summary, "total-records", tr + j->added_rows);
+        set_num(summary, "total-files-size", ts + j->added_size);
+        set_num(summary, "total-data-files", tf + (int64_t)a->n_files);
+        set_num(summary, "total-delete-files", tdel);
+        set_num(summary, "total-position-deletes", tpd);
+        set_num(summary, "total-equality-deletes", ted);
+    }
+    for (size_t i = 0; i < n_kv; i++)
+        if (kv[2 * i] && kv[2 * i + 1]) json_object_set_new(summary, kv[2 * i], json_string(kv[2 * i + 1]));
+    return summary;
+}
+
+/* The commit request: add-snapshot + set-snapshot-ref(main), asserting the
+ * table's uuid and main's parent. New references in *reqs / *updates. */
+static void commit_request(const fl_appender_t *a, const commit_job_t *j, json_t *summary, int64_t parent,
+                           int64_t seq, int64_t first_row_id, int64_t next_row_id, json_t **reqs, json_t **updates)
+{
+    json_t *snap = json_pack("{s:I,s:I,s:I,s:s,s:o,s:i}", "snapshot-id", (json_int_t)j->sid,
+                             "sequence-number", (json_int_t)seq, "timestamp-ms", (json_int_t)fl_now_ms(),
+                             "manifest-list", j->list_uri, "summary", summary, "schema-id", (int)a->schema_id);
+    if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+    if (a->format_version >= 3) {
+        json_object_set_new(snap, "first-row-id", json_integer(first_row_id));
+        json_object_set_new(snap, "added-rows", json_integer(next_row_id - first_row_id));
+    }
+    *updates = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap,
+                         "action", "set-snapshot-ref", "ref-name", "main", "type", "branch",
+                         "snapshot-id", (json_int_t)j->sid);
+    *reqs = json_pack("[{s:s,s:s},{s:s,s:s,s:o}]", "type", "assert-table-uuid", "uuid", a->table_uuid,
+                      "type", "assert-ref-snapshot-id", "ref", "main", "snapshot-id",
+                      parent >= 0 ? json_integer(parent) : json_null());
+}
+
+/* Takes the table's metadata after a successful commit: the catalog's answer,
+ * else a reload (best effort: the commit stands either way). */
+static void adopt_committed(fl_appender_t *a, json_t *newmd)
+{
+    if (newmd) {
+        bind_metadata(a, newmd, NULL, 0);
+        return;
+    }
+    json_t *md = NULL;
+    char *loc = NULL;
+    if (!a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) {
+        bind_metadata(a, md, NULL, 0);
+        free(a->md_location);
+        a->md_location = loc;
+    }
+}
+
+/* After a 409: reload the table and bind its current metadata, unless it was
+ * replaced (another uuid: FL_ERR_CONFLICT). */
+static fl_err_t rebase(fl_appender_t *a, char *err, size_t errlen)
+{
+    json_t *md = NULL;
+    char *loc = NULL;
+    fl_err_t e = a->ops.load(a->ops.ctx, &md, &loc, err, errlen);
+    if (e) return e;
+    free(a->md_location);
+    a->md_location = loc;
+    const char *nu = json_string_value(json_object_get(md, "table-uuid"));
+    if (nu && strcmp(nu, a->table_uuid)) {
+        json_decref(md);
+        return fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "the table was replaced while appending (uuid changed)");
+    }
+    return bind_metadata(a, md, err, errlen);
+}
+
+/* After an unknown outcome (5xx, lost connection): reload once; true if the
+ * snapshot is there, i.e. the commit happened. */
+static bool committed_after_all(fl_appender_t *a, int64_t sid)
+{
+    json_t *md = NULL;
+    char *loc = NULL;
+    if (a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) return false;
+    bool there = find_snapshot(md, sid) != NULL;
+    bind_metadata(a, md, NULL, 0);
+    free(a->md_location);
+    a->md_location = loc;
+    return there;
+}
+
+static void forget_files(fl_appender_t *a)
+{
     for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
     a->n_files = 0;
     a->rows = 0;
-    e = FL_OK;
-    goto out_keep;
-out:
-    /* A definite failure: the uploaded files are garbage; remove them. */
-    if (manifest_uri) a->ops.del(a->ops.ctx, manifest_uri);
-    if (list_uri) a->ops.del(a->ops.ctx, list_uri);
-    fl_append_abort(a);
-out_keep:
-    fl_manifest_writer_free(&mw);
-    fl_manifest_file_free(&mf);
-    fl_manifest_files_free(parent_files, n_parent);
-    fl_buf_free(&mbytes);
-    fl_buf_free(&lbytes);
-    fl_buf_free(&uri);
-    fl_buf_free(&parent_list);
-    json_decref(updates);
+}
+
+/* Outcome of one attempt. */
+typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAILED, ATTEMPT_UNKNOWN } attempt_t;
+
+/* One attempt: the list on the current parent, the request, the catalog's answer. */
+static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const char *const *kv,
+                                size_t n_kv, fl_err_t *e, char *err, size_t errlen)
+{
+    int64_t parent = main_snapshot(a->md);
+    int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
+    json_t *psnap = parent >= 0 ? find_snapshot(a->md, parent) : NULL;
+    int64_t first_row_id, next_row_id;
+    if ((*e = read_parent_manifests(a, j, psnap, err, errlen)) ||
+        (*e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
+        return ATTEMPT_FAILED;
+    json_t *reqs, *updates, *newmd = NULL;
+    commit_request(a, j, snapshot_summary(a, j, psnap, kv, n_kv), parent, seq, first_row_id, next_row_id,
+                   &reqs, &updates);
+    int status = 0;
+    char cerr[512] = "";
+    *e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
     json_decref(reqs);
-    free(list_uri);
-    free(manifest_uri);
+    json_decref(updates);
+    if (!*e && status >= 200 && status < 300) {
+        adopt_committed(a, newmd);
+        return ATTEMPT_DONE;
+    }
+    json_decref(newmd);
+    if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
+        a->ops.del(a->ops.ctx, j->list_uri);
+        if ((*e = rebase(a, err, errlen))) return ATTEMPT_FAILED;
+        usleep((useconds_t)(attempt * 20000));
+        return ATTEMPT_RETRY;
+    }
+    if (status == 409) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
+        return ATTEMPT_FAILED;
+    }
+    if (status >= 400 && status < 500) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "the catalog refused the commit (%d): %s", status, cerr);
+        return ATTEMPT_FAILED;
+    }
+    if (committed_after_all(a, j->sid)) return ATTEMPT_DONE;
+    *e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown (status %d): %s", status, cerr);
+    return ATTEMPT_UNKNOWN;
+}
+
+fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
+                          char *err, size_t errlen)
+{
+    *snapshot_id = -1;
+    fl_err_t e = close_all(a, err, errlen);
+    if (e) return e;
+    if (!a->n_files) return FL_OK;
+
+    commit_job_t j;
+    commit_job_init(a, &j);
+    attempt_t r = ATTEMPT_FAILED;
+    if (!(e = write_manifest(a, &j, err, errlen))) {
+        int attempt = 1;
+        while ((r = commit_attempt(a, &j, attempt, kv, n_kv, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
+    }
+    switch (r) {
+    case ATTEMPT_DONE:
+        *snapshot_id = j.sid;
+        e = FL_OK;
+        forget_files(a);
+        break;
+    case ATTEMPT_UNKNOWN:
+        /* the files stay: the commit may yet be visible */
+        forget_files(a);
+        break;
+    default:
+        /* a definite failure: the uploaded files are garbage */
+        if (j.manifest_uri) a->ops.del(a->ops.ctx, j.manifest_uri);
+        if (j.list_uri) a->ops.del(a->ops.ctx, j.list_uri);
+        fl_append_abort(a);
+        break;
+    }
+    commit_job_free(&j);
     return e;
 }
 
