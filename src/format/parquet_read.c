@@ -1490,7 +1490,10 @@ static fl_err_t get_page_data(fl_pq_reader_t *r, int codec, const uint8_t *src, 
     return FL_OK;
 }
 
-static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_col_t *c)
+/* Checks a column chunk's codec, extent and counts, and reads its bytes into
+ * r->chunk; *len and *total_nv get its size and level count. */
+static fl_err_t load_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, const pq_col_t *c, size_t *len,
+                           size_t *total_nv)
 {
     const fl_pq_column_meta_t *cm = &rg->columns[c->idx].meta;
     int codec = cm->codec;
@@ -1501,115 +1504,154 @@ static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_co
     if (cm->has_dictionary_page_offset && cm->dictionary_page_offset >= 4 &&
         (uint64_t)cm->dictionary_page_offset < start)
         start = (uint64_t)cm->dictionary_page_offset;
-    uint64_t len = (uint64_t)cm->total_compressed_size;
-    if (start > r->data_end || len > r->data_end - start)
+    uint64_t n = (uint64_t)cm->total_compressed_size;
+    if (start > r->data_end || n > r->data_end - start)
         return fail(r, FL_ERR_INVALID, "column chunk outside the file");
-    if (len > FL_PQ_MAX_CHUNK_BYTES) return fail(r, FL_ERR_TOO_LARGE, "column chunk too large");
+    if (n > FL_PQ_MAX_CHUNK_BYTES) return fail(r, FL_ERR_TOO_LARGE, "column chunk too large");
     if (cm->num_values > FL_PQ_MAX_CHUNK_VALUES)
         return fail(r, FL_ERR_TOO_LARGE, "column chunk has too many values");
-    size_t total_nv = (size_t)cm->num_values;
-    if (c->max_rep == 0 && total_nv != (size_t)rg->num_rows)
+    *total_nv = (size_t)cm->num_values;
+    if (c->max_rep == 0 && *total_nv != (size_t)rg->num_rows)
         return fail(r, FL_ERR_INVALID, "column chunk value count differs from row count");
-    r->chunk = grow_bytes(r->chunk, &r->chunk_cap, (size_t)len);
-    prefault(r->chunk, (size_t)len);
-    fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)len);
+    r->chunk = grow_bytes(r->chunk, &r->chunk_cap, (size_t)n);
+    prefault(r->chunk, (size_t)n);
+    fl_err_t e = r->src.read_at(r->src.ctx, start, r->chunk, (size_t)n);
     if (e) return fail(r, e, "read failed");
+    *len = (size_t)n;
+    return FL_OK;
+}
+
+/* One page of a column chunk: its header and its (still compressed) bytes. */
+typedef struct pq_page {
+    fl_pq_page_header_t h;
+    const uint8_t *p;
+    size_t csize, usize;
+} pq_page_t;
+
+static fl_err_t read_dict_page(fl_pq_reader_t *r, pq_col_t *c, int codec, const pq_page_t *pg)
+{
+    const fl_pq_dict_page_header_t *dh = &pg->h.dict_page;
+    if (!pg->h.has_dict_page || c->has_dict || c->nlev > 0)
+        return fail(r, FL_ERR_INVALID, "unexpected dictionary page");
+    if (dh->encoding != FL_PQ_ENC_PLAIN && dh->encoding != FL_PQ_ENC_PLAIN_DICTIONARY)
+        return fail(r, FL_ERR_INVALID, "dictionary page encoding %d", dh->encoding);
+    if (dh->num_values < 0 || (size_t)dh->num_values > pg->usize * 8 + 1)
+        return fail(r, FL_ERR_INVALID, "dictionary size");
+    const uint8_t *data = NULL;
+    fl_err_t e = get_page_data(r, codec, pg->p, pg->csize, pg->usize, true, &r->page, &r->page_cap, &data);
+    if (e) return e;
+    if (!c->levels_only) e = dec_values(r, c, &c->dict, FL_PQ_ENC_PLAIN, data, pg->usize, (size_t)dh->num_values);
+    c->has_dict = true;
+    return e;
+}
+
+/* Data page v1: levels and values share one compressed body. Decodes nv levels
+ * at c->nlev and points [*q, *end) at the values. */
+static fl_err_t page_v1_levels(fl_pq_reader_t *r, pq_col_t *c, int codec, const pq_page_t *pg, size_t nv,
+                               const uint8_t **q, const uint8_t **end)
+{
+    const uint8_t *data = NULL;
+    fl_err_t e = get_page_data(r, codec, pg->p, pg->csize, pg->usize, true, &r->page, &r->page_cap, &data);
+    if (e) return e;
+    *q = data;
+    *end = data + pg->usize;
+    if (c->max_rep > 0 &&
+        (e = decode_levels_v1(r, pg->h.data_page.repetition_level_encoding, q, *end, c->max_rep,
+                              c->rep + c->nlev, nv)))
+        return e;
+    if (c->max_def > 0)
+        e = decode_levels_v1(r, pg->h.data_page.definition_level_encoding, q, *end, c->max_def,
+                             c->def + c->nlev, nv);
+    return e;
+}
+
+/* Data page v2: levels stored uncompressed before the (maybe compressed) values. */
+static fl_err_t page_v2_levels(fl_pq_reader_t *r, pq_col_t *c, int codec, const pq_page_t *pg, size_t nv,
+                               const uint8_t **q, const uint8_t **end)
+{
+    const fl_pq_data_page_header_v2_t *d2 = &pg->h.data_page_v2;
+    int32_t rl = d2->repetition_levels_byte_length, dl = d2->definition_levels_byte_length;
+    if (rl < 0 || dl < 0 || (size_t)rl + (size_t)dl > pg->csize || (size_t)rl + (size_t)dl > pg->usize)
+        return fail(r, FL_ERR_INVALID, "page v2 level lengths");
+    if (c->max_rep > 0 &&
+        fl_pq_rle_decode8(pg->p, (size_t)rl, fl_pq_bit_width((uint32_t)c->max_rep), c->max_rep,
+                          c->rep + c->nlev, nv, NULL))
+        return fail(r, FL_ERR_INVALID, "repetition levels malformed");
+    if (c->max_def > 0 &&
+        fl_pq_rle_decode8(pg->p + rl, (size_t)dl, fl_pq_bit_width((uint32_t)c->max_def), c->max_def,
+                          c->def + c->nlev, nv, NULL))
+        return fail(r, FL_ERR_INVALID, "definition levels malformed");
+    if (c->levels_only) return FL_OK;
+    size_t lv = (size_t)rl + (size_t)dl;
+    bool comp = !d2->has_is_compressed || d2->is_compressed;
+    const uint8_t *data = NULL;
+    fl_err_t e = get_page_data(r, codec, pg->p + lv, pg->csize - lv, pg->usize - lv, comp, &r->page2,
+                               &r->page2_cap, &data);
+    if (e) return e;
+    *q = data;
+    *end = data + (pg->usize - lv);
+    return FL_OK;
+}
+
+/* A data page (v1 or v2): its levels, checked, then its values. */
+static fl_err_t read_data_page(fl_pq_reader_t *r, pq_col_t *c, int codec, const pq_page_t *pg, size_t total_nv)
+{
+    bool v2 = pg->h.type == FL_PQ_DATA_PAGE_V2;
+    int32_t nv32 = v2 ? pg->h.data_page_v2.num_values : pg->h.data_page.num_values;
+    int enc = v2 ? pg->h.data_page_v2.encoding : pg->h.data_page.encoding;
+    if (v2 ? !pg->h.has_data_page_v2 : !pg->h.has_data_page)
+        return fail(r, FL_ERR_INVALID, "data page without its header");
+    if (nv32 < 0 || (size_t)nv32 > total_nv - c->nlev)
+        return fail(r, FL_ERR_INVALID, "page value count beyond the column chunk");
+    size_t nv = (size_t)nv32;
+    grow_levels(c, nv);
+    prefault(c->def + c->nlev, nv);
+    if (c->max_rep > 0) prefault(c->rep + c->nlev, nv);
+    const uint8_t *q = NULL, *end = NULL;
+    fl_err_t e = v2 ? page_v2_levels(r, c, codec, pg, nv, &q, &end) : page_v1_levels(r, c, codec, pg, nv, &q, &end);
+    size_t nonnull = 0, pslots = 0;
+    if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull, &pslots);
+    if (e) return e;
+    size_t from = c->nlev;
+    c->nlev += nv;
+    if (!c->levels_only) e = page_values(r, c, enc, q, (size_t)(end - q), from, nv, nonnull, pslots);
+    return e;
+}
+
+/* Reads one column chunk of rg into c: every page in turn, until its levels
+ * are all there. */
+static fl_err_t read_chunk(fl_pq_reader_t *r, const fl_pq_row_group_t *rg, pq_col_t *c)
+{
+    size_t len = 0, total_nv = 0;
+    fl_err_t e = load_chunk(r, rg, c, &len, &total_nv);
+    if (e) return e;
+    int codec = rg->columns[c->idx].meta.codec;
     c->nlev = 0;
     c->dict.n = 0;
     c->dict.blen = 0;
     c->has_dict = false;
     size_t pos = 0;
     while (pos < len && c->nlev < total_nv) {
-        fl_pq_page_header_t h;
+        pq_page_t pg;
         size_t used = 0;
-        if (fl_pq_page_header_decode(r->chunk + pos, (size_t)len - pos, &h, &used))
+        if (fl_pq_page_header_decode(r->chunk + pos, len - pos, &pg.h, &used))
             return fail(r, FL_ERR_INVALID, "malformed page header");
         pos += used;
-        e = FL_OK;
-        if (h.compressed_page_size < 0 || (uint64_t)h.compressed_page_size > len - pos ||
-            h.uncompressed_page_size < 0)
+        if (pg.h.compressed_page_size < 0 || (uint64_t)pg.h.compressed_page_size > len - pos ||
+            pg.h.uncompressed_page_size < 0)
             e = fail(r, FL_ERR_INVALID, "page size outside the column chunk");
-        else if (h.uncompressed_page_size > FL_PQ_MAX_PAGE_BYTES)
+        else if (pg.h.uncompressed_page_size > FL_PQ_MAX_PAGE_BYTES)
             e = fail(r, FL_ERR_TOO_LARGE, "page too large");
-        const uint8_t *pg = r->chunk + pos;
-        size_t csize = (size_t)(h.compressed_page_size > 0 ? h.compressed_page_size : 0);
-        size_t usize = (size_t)(h.uncompressed_page_size > 0 ? h.uncompressed_page_size : 0);
-        pos += csize;
-        const uint8_t *data = NULL;
-        if (e) {
-        } else if (h.type == FL_PQ_DICTIONARY_PAGE) {
-            const fl_pq_dict_page_header_t *dh = &h.dict_page;
-            if (!h.has_dict_page || c->has_dict || c->nlev > 0)
-                e = fail(r, FL_ERR_INVALID, "unexpected dictionary page");
-            else if (dh->encoding != FL_PQ_ENC_PLAIN && dh->encoding != FL_PQ_ENC_PLAIN_DICTIONARY)
-                e = fail(r, FL_ERR_INVALID, "dictionary page encoding %d", dh->encoding);
-            else if (dh->num_values < 0 || (size_t)dh->num_values > usize * 8 + 1)
-                e = fail(r, FL_ERR_INVALID, "dictionary size");
-            else if (!(e = get_page_data(r, codec, pg, csize, usize, true, &r->page, &r->page_cap, &data))) {
-                if (!c->levels_only)
-                    e = dec_values(r, c, &c->dict, FL_PQ_ENC_PLAIN, data, usize, (size_t)dh->num_values);
-                c->has_dict = true;
-            }
-        } else if (h.type == FL_PQ_DATA_PAGE || h.type == FL_PQ_DATA_PAGE_V2) {
-            bool v2 = h.type == FL_PQ_DATA_PAGE_V2;
-            int32_t nv32 = v2 ? h.data_page_v2.num_values : h.data_page.num_values;
-            int enc = v2 ? h.data_page_v2.encoding : h.data_page.encoding;
-            if (v2 ? !h.has_data_page_v2 : !h.has_data_page)
-                e = fail(r, FL_ERR_INVALID, "data page without its header");
-            else if (nv32 < 0 || (size_t)nv32 > total_nv - c->nlev)
-                e = fail(r, FL_ERR_INVALID, "page value count beyond the column chunk");
-            size_t nv = nv32 > 0 ? (size_t)nv32 : 0;
-            const uint8_t *q = NULL, *end = NULL;
-            if (!e) {
-                grow_levels(c, nv);
-                prefault(c->def + c->nlev, nv);
-                if (c->max_rep > 0) prefault(c->rep + c->nlev, nv);
-            }
-            if (!e && !v2) {
-                if (!(e = get_page_data(r, codec, pg, csize, usize, true, &r->page, &r->page_cap, &data))) {
-                    q = data;
-                    end = data + usize;
-                    if (c->max_rep > 0)
-                        e = decode_levels_v1(r, h.data_page.repetition_level_encoding, &q, end,
-                                             c->max_rep, c->rep + c->nlev, nv);
-                    if (!e && c->max_def > 0)
-                        e = decode_levels_v1(r, h.data_page.definition_level_encoding, &q, end,
-                                             c->max_def, c->def + c->nlev, nv);
-                }
-            } else if (!e) {
-                const fl_pq_data_page_header_v2_t *d2 = &h.data_page_v2;
-                int32_t rl = d2->repetition_levels_byte_length, dl = d2->definition_levels_byte_length;
-                if (rl < 0 || dl < 0 || (size_t)rl + (size_t)dl > csize || (size_t)rl + (size_t)dl > usize)
-                    e = fail(r, FL_ERR_INVALID, "page v2 level lengths");
-                else {
-                    if (c->max_rep > 0 &&
-                        fl_pq_rle_decode8(pg, (size_t)rl, fl_pq_bit_width((uint32_t)c->max_rep),
-                                          c->max_rep, c->rep + c->nlev, nv, NULL))
-                        e = fail(r, FL_ERR_INVALID, "repetition levels malformed");
-                    if (!e && c->max_def > 0 &&
-                        fl_pq_rle_decode8(pg + rl, (size_t)dl, fl_pq_bit_width((uint32_t)c->max_def),
-                                          c->max_def, c->def + c->nlev, nv, NULL))
-                        e = fail(r, FL_ERR_INVALID, "definition levels malformed");
-                    size_t lv = (size_t)rl + (size_t)dl;
-                    bool comp = !d2->has_is_compressed || d2->is_compressed;
-                    if (!e && !c->levels_only &&
-                        !(e = get_page_data(r, codec, pg + lv, csize - lv, usize - lv, comp,
-                                            &r->page2, &r->page2_cap, &data))) {
-                        q = data;
-                        end = data + (usize - lv);
-                    }
-                }
-            }
-            size_t nonnull = 0, pslots = 0;
-            if (!e) e = check_levels(r, c, c->nlev, c->nlev + nv, &nonnull, &pslots);
-            if (!e) {
-                size_t from = c->nlev;
-                c->nlev += nv;
-                if (!c->levels_only)
-                    e = page_values(r, c, enc, q, (size_t)(end - q), from, nv, nonnull, pslots);
-            }
+        else {
+            pg.p = r->chunk + pos;
+            pg.csize = (size_t)pg.h.compressed_page_size;
+            pg.usize = (size_t)pg.h.uncompressed_page_size;
+            pos += pg.csize;
+            if (pg.h.type == FL_PQ_DICTIONARY_PAGE) e = read_dict_page(r, c, codec, &pg);
+            else if (pg.h.type == FL_PQ_DATA_PAGE || pg.h.type == FL_PQ_DATA_PAGE_V2)
+                e = read_data_page(r, c, codec, &pg, total_nv);
         }
-        fl_pq_page_header_free(&h);
+        fl_pq_page_header_free(&pg.h);
         if (e) return e;
     }
     if (c->nlev != total_nv) return fail(r, FL_ERR_INVALID, "column chunk ends early");
