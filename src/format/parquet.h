@@ -129,4 +129,12 @@ fl_err_t fl_pq_reader_next(fl_pq_reader_t *r, fl_vec_t *out, bool *done);
 const char *fl_pq_reader_error(const fl_pq_reader_t *r);
 void fl_pq_reader_free(fl_pq_reader_t *r);
 
+/* Iceberg truncate(len) bounds (reference/iceberg.md §3.5), as the writer's
+ * metrics use them and as iceberg/metrics_config.c applies a table's modes.
+ * Strings count code points, binaries bytes; len < 0 = no truncation. The
+ * lower bound replaces out's contents (fails only past out's cap); the upper
+ * bound function returns false when no upper bound exists (out untouched). */
+fl_err_t fl_pq_trunc_lower(bool is_string, const void *p, size_t n, int len, fl_buf_t *out);
+bool fl_pq_trunc_upper(bool is_string, const void *p, size_t n, int len, fl_buf_t *out);
+
 #endif

@@ -366,7 +366,7 @@ static uint32_t u8get(const unsigned char *p, size_t l)
     }
 }
 
-fl_err_t fl_pqw_trunc_lower(bool is_string, const void *pv, size_t n, int len, fl_buf_t *out)
+fl_err_t fl_pq_trunc_lower(bool is_string, const void *pv, size_t n, int len, fl_buf_t *out)
 {
     const unsigned char *p = pv;
     size_t keep = n;
@@ -375,7 +375,7 @@ fl_err_t fl_pqw_trunc_lower(bool is_string, const void *pv, size_t n, int len, f
     return fl_buf_add(out, p, keep);
 }
 
-bool fl_pqw_trunc_upper(bool is_string, const void *pv, size_t n, int len, fl_buf_t *out)
+bool fl_pq_trunc_upper(bool is_string, const void *pv, size_t n, int len, fl_buf_t *out)
 {
     const unsigned char *p = pv;
     if (len < 0) { fl_buf_reset(out); return fl_buf_add(out, p, n) == FL_OK; }
@@ -1930,8 +1930,8 @@ static bool iceberg_bound(const fl_pq_writer_t *w, const leaf_t *L, bool upper, 
     case FL_TYPE_DECIMAL: n = fl_pqw_decimal_be(upper ? s->xmax : s->xmin, t); break;
     case FL_TYPE_STRING: case FL_TYPE_BINARY: case FL_TYPE_FIXED: {
         bool str = L->field->kind == FL_TYPE_STRING;
-        if (upper) return fl_pqw_trunc_upper(str, s->bmax.ptr, s->bmax.len, w->o.stats_truncate, b);
-        return fl_pqw_trunc_lower(str, s->bmin.ptr, s->bmin.len, w->o.stats_truncate, b) == FL_OK;
+        if (upper) return fl_pq_trunc_upper(str, s->bmax.ptr, s->bmax.len, w->o.stats_truncate, b);
+        return fl_pq_trunc_lower(str, s->bmin.ptr, s->bmin.len, w->o.stats_truncate, b) == FL_OK;
     }
     case FL_TYPE_UUID: {
         const fl_buf_t *x = upper ? &s->bmax : &s->bmin;

@@ -12,7 +12,7 @@
 #include <strings.h>
 #include "base/buf.h"
 #include "base/mem.h"
-#include "format/parquet_write_int.h"
+#include "format/parquet.h"
 #include "iceberg/transform.h"
 
 #define PROP_DEFAULT "write.metadata.metrics.default"
@@ -255,7 +255,7 @@ size_t fl_metrics_policy_apply(const fl_metrics_policy_t *p, fl_col_metrics_t *m
         } else if (mode.kind == FL_METRICS_TRUNCATE && pc && truncates(pc->type)) {
             bool str = pc->type == FL_TYPE_STRING;
             if (c->has_lower) {
-                if (fl_pqw_trunc_lower(str, c->lower.ptr, c->lower.len, mode.len, &tmp) == FL_OK) {
+                if (fl_pq_trunc_lower(str, c->lower.ptr, c->lower.len, mode.len, &tmp) == FL_OK) {
                     fl_buf_t t = c->lower; c->lower = tmp; tmp = t;
                 } else {
                     fl_buf_free(&c->lower);
@@ -263,7 +263,7 @@ size_t fl_metrics_policy_apply(const fl_metrics_policy_t *p, fl_col_metrics_t *m
                 }
             }
             if (c->has_upper) {
-                if (fl_pqw_trunc_upper(str, c->upper.ptr, c->upper.len, mode.len, &tmp)) {
+                if (fl_pq_trunc_upper(str, c->upper.ptr, c->upper.len, mode.len, &tmp)) {
                     fl_buf_t t = c->upper; c->upper = tmp; tmp = t;
                 } else {
                     fl_buf_free(&c->upper);

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include "base/mem.h"
-#include "format/parquet_write_int.h"
+#include "format/parquet.h"
 #include "iceberg/metrics_config.h"
 #include "iceberg/schema.h"
 
@@ -302,8 +302,8 @@ FL_TEST(metrics_policy_retruncate_composes)
     fl_buf_t w16, direct;
     fl_buf_init(&w16, 0);
     fl_buf_init(&direct, 0);
-    REQUIRE(fl_pqw_trunc_upper(true, orig, strlen(orig), 16, &w16));
-    REQUIRE(fl_pqw_trunc_upper(true, orig, strlen(orig), 5, &direct));
+    REQUIRE(fl_pq_trunc_upper(true, orig, strlen(orig), 16, &w16));
+    REQUIRE(fl_pq_trunc_upper(true, orig, strlen(orig), 5, &direct));
     fl_col_metrics_t *m = fl_calloc(1, sizeof *m);
     set_bounds(&m[0], 2, S("a"), w16.ptr, w16.len);
     REQUIRE(fl_metrics_policy_apply(&p, m, 1) == 1);

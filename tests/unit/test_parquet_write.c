@@ -78,37 +78,37 @@ FL_TEST(parquet_write_truncate_bounds)
     fl_buf_init(&b, 0);
     /* strings count code points */
     const char *s = "h\xc3\xa9llo w\xc3\xb6rld, long enough";
-    REQUIRE(fl_pqw_trunc_lower(true, s, strlen(s), 4, &b) == FL_OK);
+    REQUIRE(fl_pq_trunc_lower(true, s, strlen(s), 4, &b) == FL_OK);
     CHECK_EQ(b.len, 5);
     CHECK_MEM(b.ptr, "h\xc3\xa9ll", 5);
-    REQUIRE(fl_pqw_trunc_upper(true, s, strlen(s), 4, &b));
+    REQUIRE(fl_pq_trunc_upper(true, s, strlen(s), 4, &b));
     CHECK_EQ(b.len, 5);
     CHECK_MEM(b.ptr, "h\xc3\xa9lm", 5);
     /* shorter than the limit: unchanged */
-    REQUIRE(fl_pqw_trunc_upper(true, "abc", 3, 16, &b));
+    REQUIRE(fl_pq_trunc_upper(true, "abc", 3, 16, &b));
     CHECK_EQ(b.len, 3);
     CHECK_MEM(b.ptr, "abc", 3);
     /* U+10FFFF cannot be incremented: the previous code point is */
     const char *mx = "a\xf4\x8f\xbf\xbf" "zz";
-    REQUIRE(fl_pqw_trunc_upper(true, mx, strlen(mx), 2, &b));
+    REQUIRE(fl_pq_trunc_upper(true, mx, strlen(mx), 2, &b));
     CHECK_EQ(b.len, 1);
     CHECK(b.ptr[0] == 'b');
-    CHECK(!fl_pqw_trunc_upper(true, "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbfx", 9, 2, &b));
+    CHECK(!fl_pq_trunc_upper(true, "\xf4\x8f\xbf\xbf\xf4\x8f\xbf\xbfx", 9, 2, &b));
     /* U+D7FF increments past the surrogates to U+E000 */
-    REQUIRE(fl_pqw_trunc_upper(true, "\xed\x9f\xbfxy", 5, 1, &b));
+    REQUIRE(fl_pq_trunc_upper(true, "\xed\x9f\xbfxy", 5, 1, &b));
     CHECK_EQ(b.len, 3);
     CHECK_MEM(b.ptr, "\xee\x80\x80", 3);
     /* binary: bytes; trailing 0xff carry */
     unsigned char bin[] = { 1, 2, 0xff, 0xff, 9 };
-    REQUIRE(fl_pqw_trunc_upper(false, bin, 5, 4, &b));
+    REQUIRE(fl_pq_trunc_upper(false, bin, 5, 4, &b));
     CHECK_EQ(b.len, 2);
     CHECK(b.ptr[0] == 1 && b.ptr[1] == 3);
     unsigned char ff[] = { 0xff, 0xff, 0xff };
-    CHECK(!fl_pqw_trunc_upper(false, ff, 3, 2, &b));
-    REQUIRE(fl_pqw_trunc_lower(false, bin, 5, 3, &b) == FL_OK);
+    CHECK(!fl_pq_trunc_upper(false, ff, 3, 2, &b));
+    REQUIRE(fl_pq_trunc_lower(false, bin, 5, 3, &b) == FL_OK);
     CHECK_EQ(b.len, 3);
     /* -1: no truncation */
-    REQUIRE(fl_pqw_trunc_upper(true, s, strlen(s), -1, &b));
+    REQUIRE(fl_pq_trunc_upper(true, s, strlen(s), -1, &b));
     CHECK_EQ(b.len, strlen(s));
     fl_buf_free(&b);
 }
