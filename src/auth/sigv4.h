@@ -12,7 +12,7 @@
 #include "base/err.h"
 #include "base/buf.h"
 #include "base/checksum.h"
-#include "net/http.h"
+#include "base/header.h"
 
 /* Looks up the secret for an access key id. Returns false if unknown.
  * secret_out must hold 128 bytes. Called from any thread. */

@@ -16,14 +16,9 @@
 #include <sys/types.h>
 #include "base/err.h"
 #include "base/buf.h"
+#include "base/header.h"
 #include "base/limits.h"
 
-typedef struct fl_http_header {
-    const char *name;   /* lower-cased in place by the parser */
-    size_t name_len;
-    const char *value;  /* leading/trailing whitespace trimmed */
-    size_t value_len;
-} fl_http_header_t;
 
 typedef struct fl_http_req {
     char method[16];             /* NUL-terminated, e.g. "GET" */
