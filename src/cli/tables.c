@@ -5,14 +5,14 @@
  * location (uri, querystring, body). Flags are the members in kebab case
  * (--table-bucket-arn, --namespace, --name, ...); --cli-input-json FILE
  * supplies members as a JSON object, as with the AWS CLI. Requests are signed
- * with floe's own SigV4 signer (signing name s3tables unless --signing-name). */
-#include "auth/sigv4.h"
+ * with floe's own SigV4 signer (signing name s3tables unless --signing-name)
+ * and sent by floe's one HTTP client (net/httpc.h). */
 #include "base/buf.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include "cli/cli.h"
+#include "net/httpc.h"
 #include <ctype.h>
-#include <curl/curl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,12 +101,6 @@ static bool flag_matches(const char *flag, const char *member)
         flag++, member++;
     }
     return true;
-}
-
-static size_t collect(void *p, size_t sz, size_t n, void *ud)
-{
-    fl_buf_t *b = ud;
-    return fl_buf_add(b, p, sz * n) ? 0 : sz * n;
 }
 
 static void usage(FILE *f)
@@ -214,15 +208,12 @@ int fl_cmd_tables(int argc, char **argv)
     char ak[128] = "", sk[128] = "";
     if (!endpoint) endpoint = "http://127.0.0.1:8181";
     if (!region) region = "us-east-1";
-    fl_buf_t url, path, query, auth, resp;
+    fl_buf_t url, path, query, resp;
     fl_buf_init(&url, 0);
     fl_buf_init(&path, 0);
     fl_buf_init(&query, 0);
-    fl_buf_init(&auth, 0);
     fl_buf_init(&resp, 64 << 20);
     char *body = NULL;
-    CURL *curl = NULL;
-    struct curl_slist *hl = NULL;
 
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
@@ -327,66 +318,35 @@ int fl_cmd_tables(int argc, char **argv)
     body = has_body ? json_dumps(bodyobj, JSON_COMPACT) : NULL;
     json_decref(bodyobj);
 
+    /* endpoint without a trailing path: the operation's path follows the host */
     const char *hoststart = strstr(endpoint, "://");
     hoststart = hoststart ? hoststart + 3 : endpoint;
-    char host[256];
-    snprintf(host, sizeof host, "%.*s", (int)strcspn(hoststart, "/"), hoststart);
-    char hash[65];
-    fl_sha256_hex(body ? body : "", body ? strlen(body) : 0, hash);
-    fl_http_header_t sh[3] = {
-        { "host", 4, host, strlen(host) },
-        { "x-amz-content-sha256", 20, hash, 64 },
-        { "content-type", 12, "application/json", 16 },
+    fl_buf_printf(&url, "%.*s%s", (int)(hoststart - endpoint + strcspn(hoststart, "/")), endpoint, path.ptr);
+    fl_httpc_sigv4_t sig = { .akid = ak, .secret = sk, .region = region, .service = service };
+    fl_http_header_t ct = { "content-type", 12, "application/json", 16 };
+    fl_httpc_req_t hr = {
+        .method = op->method, .url = url.ptr, .query = query.len ? query.ptr : NULL,
+        .headers = body ? &ct : NULL, .nheaders = body ? 1 : 0,
+        .body = body, .body_len = body ? strlen(body) : 0, .has_body = body != NULL, .body_fd = -1,
+        .sigv4 = &sig, .resp = &resp,
     };
-    fl_sigv4_sign_in_t si = {
-        .method = op->method, .raw_path = path.ptr, .raw_query = query.ptr, .headers = sh,
-        .nheaders = body ? 3 : 2, .payload_hash = hash, .akid = ak, .secret = sk,
-        .region = region, .service = service, .now = fl_now_ms() / 1000,
-    };
-    char amz_date[17];
-    if (fl_sigv4_sign(&si, &auth, amz_date) != FL_OK) {
-        fprintf(stderr, "floe tables: could not sign the request\n");
-        goto out;
-    }
-    fl_buf_printf(&url, "%.*s%s%s%s", (int)(hoststart - endpoint + strlen(host)), endpoint, path.ptr,
-                  query.len ? "?" : "", query.len ? query.ptr : "");
-    char h1[512], h2[128], h3[96];
-    snprintf(h1, sizeof h1, "Authorization: %s", auth.ptr);
-    snprintf(h2, sizeof h2, "x-amz-content-sha256: %s", hash);
-    snprintf(h3, sizeof h3, "x-amz-date: %s", amz_date);
-    hl = curl_slist_append(hl, h1);
-    hl = curl_slist_append(hl, h2);
-    hl = curl_slist_append(hl, h3);
-    hl = curl_slist_append(hl, body ? "Content-Type: application/json" : "Content-Type:");
-    hl = curl_slist_append(hl, "Expect:");
-    curl = curl_easy_init();
-    curl_easy_setopt(curl, CURLOPT_URL, url.ptr);
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, op->method);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, hl);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &resp);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT, 60L);
-    if (body) {
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-    }
-    CURLcode cc = curl_easy_perform(curl);
-    if (cc != CURLE_OK) {
-        fprintf(stderr, "floe tables: %s: %s\n", endpoint, curl_easy_strerror(cc));
+    fl_httpc_cfg_t hc = { .timeout_ms = 60000, .max_retries = -1 };
+    fl_httpc_t *client = fl_httpc_new(&hc);
+    fl_httpc_resp_t hresp;
+    fl_remote_error_t rerr;
+    fl_err_t he = fl_httpc_do(client, &hr, &hresp, &rerr);
+    fl_httpc_free(client);
+    if (he != FL_OK) {
+        fprintf(stderr, "floe tables: %s: %s\n", endpoint, rerr.message);
         rc = 1;
         goto out;
     }
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (hresp.status >= 300) {
+        fprintf(stderr, "floe tables %s: HTTP %ld: %s\n", op->name, hresp.status, rerr.message);
+        rc = 1;
+        goto out;
+    }
     json_t *doc = resp.len ? json_loadb(resp.ptr, resp.len, 0, NULL) : NULL;
-    if (status >= 300) {
-        json_t *m = doc ? json_object_get(doc, "message") : NULL;
-        fprintf(stderr, "floe tables %s: HTTP %ld: %s\n", op->name, status,
-                json_is_string(m) ? json_string_value(m) : (resp.ptr ? resp.ptr : ""));
-        json_decref(doc);
-        rc = 1;
-        goto out;
-    }
     if (doc && !strcmp(output, "json")) {
         char *s = json_dumps(doc, JSON_INDENT(2));
         printf("%s\n", s);
@@ -399,14 +359,11 @@ int fl_cmd_tables(int argc, char **argv)
     json_decref(doc);
     rc = 0;
 out:
-    if (curl) curl_easy_cleanup(curl);
-    curl_slist_free_all(hl);
     free(body);
     json_decref(vals);
     fl_buf_free(&url);
     fl_buf_free(&path);
     fl_buf_free(&query);
-    fl_buf_free(&auth);
     fl_buf_free(&resp);
     return rc;
 }

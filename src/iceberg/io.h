@@ -29,7 +29,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "format/parquet.h"
-#include "iceberg/httpc.h"
+#include "net/httpc.h"
 
 typedef struct fl_io_opts {
     /* overrides: win over the property map */

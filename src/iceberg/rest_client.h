@@ -28,7 +28,7 @@
 #include <stdint.h>
 #include "base/buf.h"
 #include "base/err.h"
-#include "iceberg/httpc.h"
+#include "net/httpc.h"
 
 typedef fl_remote_error_t fl_rest_error_t;
 

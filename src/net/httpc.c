@@ -2,7 +2,7 @@
  * alive and any thread may call), SigV4 or bearer auth, bodies from memory or streamed from a
  * file descriptor, 2xx bodies into a capped buffer or caller memory, error bodies into a
  * private 64 KiB buffer that fl_remote_error_parse turns into a message. */
-#include "iceberg/httpc.h"
+#include "net/httpc.h"
 #include "auth/sigv4.h"
 #include "base/checksum.h"
 #include "base/mem.h"

@@ -5,8 +5,8 @@
  * parser for remote error bodies (Iceberg REST JSON, S3 Tables JSON, S3 XML).
  *
  * Secrets (secret keys, session and bearer tokens) are never logged or put in messages. */
-#ifndef FL_ICEBERG_HTTPC_H
-#define FL_ICEBERG_HTTPC_H
+#ifndef FL_NET_HTTPC_H
+#define FL_NET_HTTPC_H
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

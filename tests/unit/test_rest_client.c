@@ -1,6 +1,6 @@
 #include "test.h"
 #include "base/buf.h"
-#include "iceberg/httpc.h"
+#include "net/httpc.h"
 #include "iceberg/io.h"
 #include "iceberg/rest_client.h"
 #include <stdlib.h>
