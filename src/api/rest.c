@@ -21,6 +21,7 @@
 #include "api/tablesvc.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/query.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "iceberg/metadata.h"
@@ -51,6 +52,7 @@ typedef struct rctx {
     char ns[FL_NAME_MAX];
     char name[FL_NAME_MAX];
     json_t *body;          /* parsed request body (owned) */
+    fl_query_t q;          /* decoded query parameters */
 } rctx_t;
 
 /* ------------------------------------------------------------------ */
@@ -271,28 +273,13 @@ static int stripe_of(const char *bucket, const char *ns, const char *name)
 /* ------------------------------------------------------------------ */
 /* request helpers                                                      */
 
-/* Query parameter `name`, decoded ('+' = space) into out (reset first). */
+/* Query parameter `name`, decoded, copied into out (reset first). */
 static bool qparam(const rctx_t *x, const char *name, fl_buf_t *out)
 {
-    const char *q = x->r->req->query;
-    size_t n = x->r->req->query_len, nl = strlen(name);
-    if (!q) return false;
-    size_t i = 0;
-    while (i < n) {
-        size_t j = i;
-        while (j < n && q[j] != '&') j++;
-        size_t eq = i;
-        while (eq < j && q[eq] != '=') eq++;
-        if (eq - i == nl && !memcmp(q + i, name, nl)) {
-            fl_buf_reset(out);
-            size_t vs = eq < j ? eq + 1 : j;
-            if (fl_uri_decode(fl_slice(q + vs, j - vs), true, out) != FL_OK) return false;
-            if (!out->ptr) fl_buf_adds(out, "");
-            return true;
-        }
-        i = j + 1;
-    }
-    return false;
+    const char *v = fl_query_get(&x->q, name);
+    if (!v) return false;
+    fl_buf_reset(out);
+    return fl_buf_add(out, v, strlen(v) + 1) == FL_OK && (out->len--, true);
 }
 
 /* S3 Tables naming: 1-255 of [a-z0-9_], starting and ending with a letter or digit. */
@@ -1702,24 +1689,41 @@ static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns)
     return ok;
 }
 
+static void dispatch(rctx_t *x);
+
 void fl_rest_handle(fl_api_req_t *r)
 {
     rctx_t x = { .r = r, .cfg = r->cfg };
     x.head = !strcmp(r->req->method, "HEAD");
+    if (fl_query_parse(r->req->query, r->req->query_len, &x.q) != FL_OK) {
+        fl_http_set_op(r->c, "restUnknown");
+        err(&x, 400, "BadRequestException", "The query string is not valid.");
+        return;
+    }
+    dispatch(&x);
+    json_decref(x.body);
+    fl_query_free(&x.q);
+}
+
+/* Routes a request by method and path, decodes the prefix, namespace and
+ * name, and calls the route's handler. */
+static void dispatch(rctx_t *x)
+{
+    fl_api_req_t *r = x->r;
     const char *p = r->path;
     size_t n = r->path_len;
     if (n == 10 && !memcmp(p, "/v1/config", 10)) {
         if (strcmp(r->req->method, "GET") != 0) {
             fl_http_set_op(r->c, "getConfig");
-            err(&x, 405, "MethodNotAllowedException", "Use GET for /v1/config.");
+            err(x, 405, "MethodNotAllowedException", "Use GET for /v1/config.");
         } else {
-            h_config(&x);
+            h_config(x);
         }
         return;
     }
     if (n < 5 || memcmp(p, "/v1/", 4) != 0) {
         fl_http_set_op(r->c, "restUnknown");
-        err(&x, 404, "NotFoundException", "No such REST catalog route.");
+        err(x, 404, "NotFoundException", "No such REST catalog route.");
         return;
     }
     /* the prefix: one raw segment (its '/' is %2F), decoded once */
@@ -1754,32 +1758,31 @@ void fl_rest_handle(fl_api_req_t *r)
     }
     if (!rt) {
         fl_http_set_op(r->c, "restUnknown");
-        if (path_known) err(&x, 405, "MethodNotAllowedException", "Method not allowed for this route.");
-        else err(&x, 404, "NotFoundException", "No such REST catalog route.");
+        if (path_known) err(x, 405, "MethodNotAllowedException", "Method not allowed for this route.");
+        else err(x, 404, "NotFoundException", "No such REST catalog route.");
         return;
     }
     match(rt->pattern, segs, nsegs, caps, &ncaps);
     fl_buf_t arn;
     fl_buf_init(&arn, FL_ARN_MAX);
     bool ok = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK && arn.ptr &&
-              strlen(arn.ptr) == arn.len && fl_arn_parse(arn.ptr, x.bucket, NULL);
+              strlen(arn.ptr) == arn.len && fl_arn_parse(arn.ptr, x->bucket, NULL);
     fl_buf_free(&arn);
     if (!ok) {
         fl_http_set_op(r->c, "restUnknown");
-        err(&x, 400, "BadRequestException", "The path prefix is not a table bucket ARN.");
+        err(x, 400, "BadRequestException", "The path prefix is not a table bucket ARN.");
         return;
     }
     fl_tbucket_t b;
-    fl_err_t e = fl_catalog_bucket_get(r->cfg->cat, x.bucket, &b);
+    fl_err_t e = fl_catalog_bucket_get(r->cfg->cat, x->bucket, &b);
     if (e) {
         fl_http_set_op(r->c, "restUnknown");
         if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
-            err(&x, 404, rt->nf_type, "The specified table bucket does not exist.");
-        else err(&x, 500, "ServiceFailureException", fl_err_str(e));
+            err(x, 404, rt->nf_type, "The specified table bucket does not exist.");
+        else err(x, 500, "ServiceFailureException", fl_err_str(e));
         return;
     }
-    if (ncaps >= 1 && !decode_seg(&x, caps[0], x.ns, true)) return;
-    if (ncaps >= 2 && !decode_seg(&x, caps[1], x.name, false)) return;
-    rt->fn(&x);
-    json_decref(x.body);
+    if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true)) return;
+    if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false)) return;
+    rt->fn(x);
 }

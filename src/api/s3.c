@@ -12,6 +12,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/query.h"
 #include "base/time.h"
 #include "net/xml.h"
 #include <ctype.h>
@@ -28,11 +29,6 @@
 #define XML_INITIATOR_OWNER "<Initiator><ID>floe</ID><DisplayName>floe</DisplayName></Initiator>" XML_OWNER \
     "<StorageClass>STANDARD</StorageClass>"
 #define IO_BUF (256 * 1024)
-#define MAX_QPARAMS 64
-
-typedef struct qparam {
-    char *name, *value;
-} qparam_t;
 
 typedef struct s3req {
     fl_http_conn_t *c;
@@ -42,8 +38,7 @@ typedef struct s3req {
     char *bucket;        /* decoded, NULL for the service root */
     char *key;           /* decoded, NULL for bucket operations */
     size_t keylen;
-    qparam_t q[MAX_QPARAMS];
-    int nq;
+    fl_query_t q;                 /* decoded query parameters */
     fl_sigv4_auth_t auth;
     bool signed_req;
     bool responded;
@@ -142,9 +137,7 @@ static void s3_error_from(s3req_t *r, fl_err_t e)
 
 static const char *qget(const s3req_t *r, const char *name)
 {
-    for (int i = 0; i < r->nq; i++)
-        if (strcmp(r->q[i].name, name) == 0) return r->q[i].value;
-    return NULL;
+    return fl_query_get(&r->q, name);
 }
 
 static bool qhas(const s3req_t *r, const char *name) { return qget(r, name) != NULL; }
@@ -160,37 +153,6 @@ static bool hget(const s3req_t *r, const char *lname, char *out, size_t cap)
 }
 
 static bool hhas(const s3req_t *r, const char *lname) { return fl_http_header(r->req, lname) != NULL; }
-
-static fl_err_t parse_query(s3req_t *r)
-{
-    const char *p = r->req->query, *end = p + r->req->query_len;
-    if (!p) return FL_OK;
-    while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *seg_end = amp ? amp : end;
-        if (seg_end > p) {
-            if (r->nq >= MAX_QPARAMS) return FL_ERR_TOO_LARGE;
-            const char *eq = memchr(p, '=', (size_t)(seg_end - p));
-            fl_buf_t n, v;
-            fl_buf_init(&n, 4096);
-            fl_buf_init(&v, FL_HTTP_MAX_TARGET_BYTES);
-            fl_err_t e = fl_uri_decode(fl_slice(p, (size_t)((eq ? eq : seg_end) - p)), true, &n);
-            if (!e) e = eq ? fl_uri_decode(fl_slice(eq + 1, (size_t)(seg_end - eq - 1)), true, &v)
-                           : fl_buf_add(&v, "", 0);
-            if (!e && !n.ptr) e = fl_buf_add(&n, "", 0);
-            if (e) {
-                fl_buf_free(&n);
-                fl_buf_free(&v);
-                return e;
-            }
-            r->q[r->nq].name = fl_buf_steal(&n);
-            r->q[r->nq].value = fl_buf_steal(&v);
-            r->nq++;
-        }
-        p = seg_end + 1;
-    }
-    return FL_OK;
-}
 
 static fl_err_t parse_path(s3req_t *r)
 {
@@ -1783,9 +1745,9 @@ static void route(s3req_t *r)
         return s3_error(r, 405, "MethodNotAllowed", NULL);
     }
     if (!r->key) {
-        if (PUT && r->nq == 0) return op_create_bucket(r);
+        if (PUT && r->q.n == 0) return op_create_bucket(r);
         if (HEAD) return op_head_bucket(r);
-        if (DEL && r->nq == 0) return op_delete_bucket(r);
+        if (DEL && r->q.n == 0) return op_delete_bucket(r);
         if (POST && qhas(r, "delete")) return op_delete_objects(r);
         if (GET) {
             if (qhas(r, "location")) return op_bucket_location(r);
@@ -1803,8 +1765,8 @@ static void route(s3req_t *r)
             return op_list_objects(r, lt && strcmp(lt, "2") == 0);
         }
         fl_http_set_op(r->c, "Unsupported");
-        return s3_error(r, qhas(r, "uploads") || r->nq ? 501 : 405,
-                        r->nq ? "NotImplemented" : "MethodNotAllowed", NULL);
+        return s3_error(r, qhas(r, "uploads") || r->q.n ? 501 : 405,
+                        r->q.n ? "NotImplemented" : "MethodNotAllowed", NULL);
     }
     if (r->keylen > FL_S3_MAX_KEY_BYTES) return s3_error(r, 400, "KeyTooLongError", NULL);
     bool upload = qhas(r, "uploadId");
@@ -1844,7 +1806,7 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         s3_error(&r, 400, "InvalidURI", "Couldn't parse the specified URI.");
         goto out;
     }
-    if (parse_query(&r) != FL_OK) {
+    if (fl_query_parse(r.req->query, r.req->query_len, &r.q) != FL_OK) {
         fl_http_set_op(c, "Invalid");
         s3_error(&r, 400, "InvalidArgument", "The query string is malformed.");
         goto out;
@@ -1856,10 +1818,7 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     route(&r);
     if (!r.responded) s3_error(&r, 500, "InternalError", NULL);
 out:
-    for (int i = 0; i < r.nq; i++) {
-        free(r.q[i].name);
-        free(r.q[i].value);
-    }
+    fl_query_free(&r.q);
     free(r.bucket);
     free(r.key);
 }

@@ -22,6 +22,7 @@
 #include "api/tablesvc.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/query.h"
 #include "base/time.h"
 #include "base/uuid.h"
 #include "iceberg/metadata.h"
@@ -32,16 +33,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_QPARAMS 64
 #define MAX_CAPTURES 6
 #define MAX_PAGE 1000
 #define MAX_POLICY_CHARS 20480
 #define MAX_TAGS 50
 #define STALE_TOKEN "The provided version token does not match the table's current version token."
-
-typedef struct qparam {
-    char *name, *value;
-} qparam_t;
 
 typedef struct treq {
     fl_api_req_t *r;
@@ -49,8 +45,7 @@ typedef struct treq {
     fl_catalog_t *cat;
     char *cap[MAX_CAPTURES]; /* decoded `{...}` path segments, in pattern order */
     int ncap;
-    qparam_t q[MAX_QPARAMS];
-    int nq;
+    fl_query_t q;                 /* decoded query parameters */
     json_t *body; /* parsed request body (object), lazily */
     bool responded;
 } treq_t;
@@ -202,9 +197,7 @@ static json_t *ns_list_json(const char *ns)
 
 static const char *qget(const treq_t *t, const char *name)
 {
-    for (int i = 0; i < t->nq; i++)
-        if (!strcmp(t->q[i].name, name)) return t->q[i].value;
-    return NULL;
+    return fl_query_get(&t->q, name);
 }
 
 static fl_err_t decode(const char *p, size_t n, bool plus_space, size_t cap, char **out)
@@ -219,33 +212,6 @@ static fl_err_t decode(const char *p, size_t n, bool plus_space, size_t cap, cha
         return e;
     }
     *out = fl_buf_steal(&b);
-    return FL_OK;
-}
-
-static fl_err_t parse_query(treq_t *t)
-{
-    const char *p = t->r->req->query, *end = p + t->r->req->query_len;
-    if (!p) return FL_OK;
-    while (p < end) {
-        const char *amp = memchr(p, '&', (size_t)(end - p));
-        const char *seg_end = amp ? amp : end;
-        if (seg_end > p) {
-            if (t->nq >= MAX_QPARAMS) return FL_ERR_TOO_LARGE;
-            const char *eq = memchr(p, '=', (size_t)(seg_end - p));
-            char *n = NULL, *v = NULL;
-            fl_err_t e = decode(p, (size_t)((eq ? eq : seg_end) - p), true, 4096, &n);
-            if (!e) e = eq ? decode(eq + 1, (size_t)(seg_end - eq - 1), true, FL_HTTP_MAX_TARGET_BYTES, &v)
-                           : decode("", 0, true, 1, &v);
-            if (e) {
-                free(n);
-                return e;
-            }
-            t->q[t->nq].name = n;
-            t->q[t->nq].value = v;
-            t->nq++;
-        }
-        p = seg_end + 1;
-    }
     return FL_OK;
 }
 
@@ -1731,12 +1697,12 @@ static void op_untag_resource(treq_t *t)
     char arn[FL_ARN_MAX];
     if (!load_resource(t, t->cap[0], arn)) return;
     bool any = false;
-    for (int i = 0; i < t->nq; i++) any |= !strcmp(t->q[i].name, "tagKeys");
+    for (int i = 0; i < t->q.n; i++) any |= !strcmp(t->q.p[i].name, "tagKeys");
     if (!any) return fail(t, "BadRequestException", "The request is missing the required parameter 'tagKeys'.");
     json_t *cur = doc_get(t, arn, "tags");
     if (json_is_object(cur)) {
-        for (int i = 0; i < t->nq; i++)
-            if (!strcmp(t->q[i].name, "tagKeys")) json_object_del(cur, t->q[i].value);
+        for (int i = 0; i < t->q.n; i++)
+            if (!strcmp(t->q.p[i].name, "tagKeys")) json_object_del(cur, t->q.p[i].value);
         if (!doc_put(t, arn, "tags", cur)) {
             json_decref(cur);
             return;
@@ -1892,7 +1858,7 @@ void fl_tables_handle(fl_api_req_t *r)
         }
         t.ncap = i + 1;
     }
-    if (parse_query(&t) != FL_OK) {
+    if (fl_query_parse(t.r->req->query, t.r->req->query_len, &t.q) != FL_OK) {
         fail(&t, "BadRequestException", "The query string is not valid.");
         goto out;
     }
@@ -1900,9 +1866,6 @@ void fl_tables_handle(fl_api_req_t *r)
     if (!t.responded) fail(&t, "InternalServerErrorException", NULL);
 out:
     for (int i = 0; i < t.ncap; i++) free(t.cap[i]);
-    for (int i = 0; i < t.nq; i++) {
-        free(t.q[i].name);
-        free(t.q[i].value);
-    }
+    fl_query_free(&t.q);
     json_decref(t.body);
 }

@@ -16,6 +16,8 @@
 #define FL_HTTP_LINGER_MS          2000           /* input discarded this long after a closing response */
 #define FL_HTTP_METRICS_MAX_OPS    64             /* distinct op labels per server (then "other") */
 #define FL_HTTP_METRICS_MAX_SERIES 256            /* distinct (op, status) label sets per server */
+#define FL_QUERY_MAX_PARAMS        64             /* query parameters of one request */
+#define FL_QUERY_MAX_NAME_BYTES    4096           /* one decoded query parameter name */
 
 #define FL_S3_MAX_OBJECT_BYTES     (5LL * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define FL_S3_MAX_PUT_BYTES        (5LL * 1024 * 1024 * 1024)        /* single PUT/part: 5 GiB */

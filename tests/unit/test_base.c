@@ -1,5 +1,6 @@
 #include "test.h"
 #include "base/buf.h"
+#include "base/query.h"
 #include "base/time.h"
 
 FL_TEST(base64_roundtrip)
@@ -51,4 +52,33 @@ FL_TEST(time_formats)
     CHECK_EQ(fl_time_parse_amz("20251301T000000Z", 16), -1);
     CHECK_EQ(fl_time_parse_http("Wed, 01 Jan 2025 00:00:00 GMT", 29), 1735689600LL);
     CHECK_EQ(fl_time_parse_http("garbage", 7), -1);
+}
+
+FL_TEST(query_parse)
+{
+    fl_query_t q;
+    const char *s = "uploads&prefix=a+b%2Fc&&x=&list-type=2&prefix=second";
+    REQUIRE(fl_query_parse(s, strlen(s), &q) == FL_OK);
+    CHECK_EQ(q.n, 5);
+    CHECK_STR(fl_query_get(&q, "uploads"), "");
+    CHECK_STR(fl_query_get(&q, "prefix"), "a b/c");   /* the first of repeated names */
+    CHECK_STR(fl_query_get(&q, "x"), "");
+    CHECK_STR(fl_query_get(&q, "list-type"), "2");
+    CHECK(fl_query_get(&q, "missing") == NULL);
+    fl_query_free(&q);
+    CHECK_EQ(q.n, 0);
+    REQUIRE(fl_query_parse(NULL, 0, &q) == FL_OK);
+    CHECK_EQ(q.n, 0);
+    /* a NUL would truncate the value for every C-string user: refused */
+    CHECK_EQ(fl_query_parse("prefix=a%00b", 12, &q), FL_ERR_INVALID);
+    CHECK_EQ(q.n, 0);
+    CHECK_EQ(fl_query_parse("a%00=1", 6, &q), FL_ERR_INVALID);
+    CHECK_EQ(fl_query_parse("a=%zz", 5, &q), FL_ERR_INVALID);
+    /* past the parameter cap: refused, nothing kept */
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    for (int i = 0; i <= FL_QUERY_MAX_PARAMS; i++) fl_buf_printf(&b, "%sp%d=1", i ? "&" : "", i);
+    CHECK_EQ(fl_query_parse(b.ptr, b.len, &q), FL_ERR_TOO_LARGE);
+    CHECK_EQ(q.n, 0);
+    fl_buf_free(&b);
 }
