@@ -516,36 +516,37 @@ static int intake_out(void *ud, const void *p, size_t n)
     return 0;
 }
 
-/* Reads the whole request body through the SigV4 payload mode into a blob (w)
- * or memory (mem), verifying Content-MD5, x-amz-checksum-* (header or
- * trailer) and the signed payload hash. On failure an S3 error has been sent
- * and false is returned; nothing is published by this function. */
-static bool intake_body(s3req_t *r, intake_t *in)
-{
-    bool ok = false;
-    fl_awschunk_t *dec = NULL;
-    char *buf = NULL;
-    const char *ecode = NULL, *emsg = NULL;
-    int estatus = 400;
+/* Why an intake step refused the body: an S3 error still to be sent. */
+typedef struct intake_fail {
+    int status;
+    const char *code, *msg;
+} intake_fail_t;
 
-    /* what to verify */
+static bool refuse(intake_fail_t *f, int status, const char *code, const char *msg)
+{
+    *f = (intake_fail_t){ status, code, msg };
+    return false;
+}
+
+/* What to verify: Content-MD5 always (it is the ETag), one x-amz-checksum-*
+ * header (its value into ck_expect) or an algorithm named by
+ * x-amz-sdk-checksum-algorithm, and the signed payload hash. */
+static bool intake_checksums(s3req_t *r, intake_t *in, char ck_expect[64], intake_fail_t *f)
+{
     fl_cksum_init(&in->md5, FL_CK_MD5);
     fl_cksum_init(&in->ck, FL_CK_NONE);
     fl_cksum_init(&in->sha, FL_CK_NONE);
-    char ck_expect[64] = "";
+    ck_expect[0] = 0;
     for (size_t i = 0; i < r->req->nheaders; i++) {
         const fl_http_header_t *h = &r->req->headers[i];
         fl_cksum_alg_t a = fl_cksum_alg_from_header(h->name, h->name_len);
-        if (a != FL_CK_NONE && h->value_len < sizeof ck_expect) {
-            if (in->ck.alg != FL_CK_NONE) {
-                ecode = "InvalidRequest";
-                emsg = "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.";
-                goto out;
-            }
-            fl_cksum_init(&in->ck, a);
-            memcpy(ck_expect, h->value, h->value_len);
-            ck_expect[h->value_len] = 0;
-        }
+        if (a == FL_CK_NONE || h->value_len >= 64) continue;
+        if (in->ck.alg != FL_CK_NONE)
+            return refuse(f, 400, "InvalidRequest",
+                          "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.");
+        fl_cksum_init(&in->ck, a);
+        memcpy(ck_expect, h->value, h->value_len);
+        ck_expect[h->value_len] = 0;
     }
     char algname[32];
     if (in->ck.alg == FL_CK_NONE && !hhas(r, "x-amz-trailer") &&
@@ -554,17 +555,21 @@ static bool intake_body(s3req_t *r, intake_t *in)
         fl_cksum_alg_t a = fl_cksum_alg_from_name(algname, strlen(algname));
         if (a != FL_CK_NONE) fl_cksum_init(&in->ck, a);
     }
+    return true;
+}
+
+/* The body's framing: aws-chunked (signed, or unsigned with a trailer in
+ * insecure mode) through a decoder in *dec, else a plain body whose length
+ * must be known and within in->max. */
+static bool intake_framing(s3req_t *r, intake_t *in, fl_awschunk_t **dec, intake_fail_t *f)
+{
     bool streaming = r->signed_req && r->auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED;
     if (!r->signed_req) {
         /* unauthenticated (insecure mode) requests may still be aws-chunked */
         char sha[80];
         if (hget(r, "x-amz-content-sha256", sha, sizeof sha) && strncmp(sha, "STREAMING-", 10) == 0) {
-            if (strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") != 0) {
-                ecode = "AccessDenied";
-                estatus = 403;
-                emsg = "Signed streaming payloads need a signed request.";
-                goto out;
-            }
+            if (strcmp(sha, "STREAMING-UNSIGNED-PAYLOAD-TRAILER") != 0)
+                return refuse(f, 403, "AccessDenied", "Signed streaming payloads need a signed request.");
             memset(&r->auth, 0, sizeof r->auth);
             r->auth.payload_mode = FL_PAYLOAD_STREAMING_UNSIGNED_TRAILER;
             streaming = true;
@@ -572,44 +577,36 @@ static bool intake_body(s3req_t *r, intake_t *in)
     }
     in->want_sha = r->signed_req && r->auth.payload_mode == FL_PAYLOAD_SHA256;
     if (in->want_sha) fl_cksum_init(&in->sha, FL_CK_SHA256);
-
-    if (streaming) {
-        char trailer[64] = "", dlen[32] = "";
-        bool has_trailer = hget(r, "x-amz-trailer", trailer, sizeof trailer);
-        int64_t decoded = -1;
-        if (hget(r, "x-amz-decoded-content-length", dlen, sizeof dlen)) {
-            char *end;
-            decoded = strtoll(dlen, &end, 10);
-            if (*end || decoded < 0) decoded = -2;
-        }
-        if (decoded == -2 || (decoded == -1 && r->auth.payload_mode == FL_PAYLOAD_STREAMING_SIGNED)) {
-            ecode = decoded == -2 ? "InvalidArgument" : "MissingContentLength";
-            estatus = decoded == -2 ? 400 : 411;
-            emsg = "x-amz-decoded-content-length is missing or invalid.";
-            goto out;
-        }
-        if (decoded > in->max) {
-            ecode = "EntityTooLarge";
-            goto out;
-        }
-        dec = fl_awschunk_new(&r->auth, has_trailer ? trailer : NULL, decoded);
-        if (!dec) {
-            ecode = "InvalidArgument";
-            emsg = "The x-amz-trailer header names an unsupported checksum.";
-            goto out;
-        }
-    } else if (r->req->content_length < 0 && !r->req->chunked) {
-        ecode = "MissingContentLength";
-        estatus = 411;
-        goto out;
-    } else if (r->req->content_length > in->max) {
-        ecode = "EntityTooLarge";
-        goto out;
+    if (!streaming) {
+        if (r->req->content_length < 0 && !r->req->chunked) return refuse(f, 411, "MissingContentLength", NULL);
+        if (r->req->content_length > in->max) return refuse(f, 400, "EntityTooLarge", NULL);
+        return true;
     }
+    char trailer[64] = "", dlen[32] = "";
+    bool has_trailer = hget(r, "x-amz-trailer", trailer, sizeof trailer);
+    int64_t decoded = -1;
+    if (hget(r, "x-amz-decoded-content-length", dlen, sizeof dlen)) {
+        char *end;
+        decoded = strtoll(dlen, &end, 10);
+        if (*end || decoded < 0) decoded = -2;
+    }
+    if (decoded == -2) return refuse(f, 400, "InvalidArgument", "x-amz-decoded-content-length is missing or invalid.");
+    if (decoded == -1 && r->auth.payload_mode == FL_PAYLOAD_STREAMING_SIGNED)
+        return refuse(f, 411, "MissingContentLength", "x-amz-decoded-content-length is missing or invalid.");
+    if (decoded > in->max) return refuse(f, 400, "EntityTooLarge", NULL);
+    if (!(*dec = fl_awschunk_new(&r->auth, has_trailer ? trailer : NULL, decoded)))
+        return refuse(f, 400, "InvalidArgument", "The x-amz-trailer header names an unsupported checksum.");
+    return true;
+}
 
+/* Streams the body from the socket through the decoder (if any) into the
+ * sink and the hashes (on the hashing thread for large blob bodies). Leaves
+ * the first failure in in->err; every byte is hashed when it returns. */
+static void intake_stream(s3req_t *r, intake_t *in, fl_awschunk_t *dec)
+{
     int64_t expect = r->req->content_length;
-    if (in->w && (expect >= PIPE_MIN_BODY || (expect < 0 && r->req->chunked)))
-        in->pipe = hashpipe_start(in);
+    char *buf = NULL;
+    if (in->w && (expect >= PIPE_MIN_BODY || (expect < 0 && r->req->chunked))) in->pipe = hashpipe_start(in);
     if (!in->pipe) buf = fl_malloc(IO_BUF);
     for (;;) {
         char *rb = in->pipe ? hashpipe_next_buf(in->pipe) : buf;
@@ -629,64 +626,52 @@ static bool intake_body(s3req_t *r, intake_t *in)
     }
     hashpipe_finish(in->pipe); /* every byte hashed before the digests are read */
     in->pipe = NULL;
+    free(buf);
     if (!in->err && dec) in->err = fl_awschunk_finish(dec);
-    if (in->err) {
-        fl_err_t e = in->err;
-        if (dec && (e == FL_ERR_AUTH)) {
-            ecode = "SignatureDoesNotMatch";
-            estatus = 403;
-            emsg = fl_awschunk_errmsg(dec);
-        } else if (dec && e == FL_ERR_DIGEST) {
-            ecode = "BadDigest";
-            emsg = fl_awschunk_errmsg(dec);
-        } else if (dec && (e == FL_ERR_PROTO || e == FL_ERR_INVALID)) {
-            ecode = "InvalidRequest";
-            emsg = fl_awschunk_errmsg(dec);
-        } else if (dec && e == FL_ERR_INCOMPLETE) {
-            ecode = "IncompleteBody";
-        } else {
-            fl_http_close_after(r->c);
-            s3_error_from(r, e);
-            goto out;
-        }
-        fl_http_close_after(r->c);
-        goto out;
-    }
+}
 
-    /* verify */
+/* A failed read or decode: the connection closes after the answer. Errors of
+ * the aws-chunked decoder are S3's; others go through s3_error_from (sent
+ * here, *f left empty). */
+static bool intake_stream_failed(s3req_t *r, intake_t *in, fl_awschunk_t *dec, intake_fail_t *f)
+{
+    fl_err_t e = in->err;
+    fl_http_close_after(r->c);
+    if (dec && e == FL_ERR_AUTH) return refuse(f, 403, "SignatureDoesNotMatch", fl_awschunk_errmsg(dec));
+    if (dec && e == FL_ERR_DIGEST) return refuse(f, 400, "BadDigest", fl_awschunk_errmsg(dec));
+    if (dec && (e == FL_ERR_PROTO || e == FL_ERR_INVALID))
+        return refuse(f, 400, "InvalidRequest", fl_awschunk_errmsg(dec));
+    if (dec && e == FL_ERR_INCOMPLETE) return refuse(f, 400, "IncompleteBody", NULL);
+    s3_error_from(r, e);
+    return false;
+}
+
+/* The digests against what the client claimed: Content-MD5, the signed
+ * payload hash, the x-amz-checksum-* value (or the trailer's, kept). */
+static bool intake_verify(s3req_t *r, intake_t *in, fl_awschunk_t *dec, const char *ck_expect, intake_fail_t *f)
+{
     unsigned char md5[FL_CK_MAX_DIGEST];
     fl_cksum_final(&in->md5, md5);
     fl_hex(md5, 16, in->etag);
     char cmd5[64];
     if (hget(r, "content-md5", cmd5, sizeof cmd5)) {
         unsigned char want[32];
-        if (fl_base64_decode(cmd5, strlen(cmd5), want, sizeof want) != 16) {
-            ecode = "InvalidDigest";
-            goto out;
-        }
-        if (memcmp(want, md5, 16) != 0) {
-            ecode = "BadDigest";
-            goto out;
-        }
+        if (fl_base64_decode(cmd5, strlen(cmd5), want, sizeof want) != 16)
+            return refuse(f, 400, "InvalidDigest", NULL);
+        if (memcmp(want, md5, 16) != 0) return refuse(f, 400, "BadDigest", NULL);
     }
     if (in->want_sha) {
         unsigned char d[FL_CK_MAX_DIGEST];
         char hex[65];
         fl_cksum_final(&in->sha, d);
         fl_hex(d, 32, hex);
-        if (strcmp(hex, r->auth.payload_sha256) != 0) {
-            ecode = "XAmzContentSHA256Mismatch";
-            goto out;
-        }
+        if (strcmp(hex, r->auth.payload_sha256) != 0) return refuse(f, 400, "XAmzContentSHA256Mismatch", NULL);
     }
     if (in->ck.alg != FL_CK_NONE) {
         in->ck_alg = in->ck.alg;
         fl_cksum_final_b64(&in->ck, in->ck_b64);
-        if (ck_expect[0] && strcmp(ck_expect, in->ck_b64) != 0) {
-            ecode = "BadDigest";
-            emsg = "The checksum you specified did not match the calculated checksum.";
-            goto out;
-        }
+        if (ck_expect[0] && strcmp(ck_expect, in->ck_b64) != 0)
+            return refuse(f, 400, "BadDigest", "The checksum you specified did not match the calculated checksum.");
     } else if (dec) {
         const char *v = NULL;
         fl_cksum_alg_t a = fl_awschunk_trailer(dec, &v);
@@ -695,16 +680,28 @@ static bool intake_body(s3req_t *r, intake_t *in)
             strcpy(in->ck_b64, v);
         }
     }
-    ok = true;
-out:
-    hashpipe_finish(in->pipe);
-    in->pipe = NULL;
-    if (ecode) s3_error(r, estatus, ecode, emsg);
+    return true;
+}
+
+/* Reads the whole request body through the SigV4 payload mode into a blob (w)
+ * or memory (mem), verifying Content-MD5, x-amz-checksum-* (header or
+ * trailer) and the signed payload hash. On failure an S3 error has been sent
+ * and false is returned; nothing is published by this function. */
+static bool intake_body(s3req_t *r, intake_t *in)
+{
+    fl_awschunk_t *dec = NULL;
+    char ck_expect[64];
+    intake_fail_t f = { 0 };
+    bool ok = intake_checksums(r, in, ck_expect, &f) && intake_framing(r, in, &dec, &f);
+    if (ok) {
+        intake_stream(r, in, dec);
+        ok = in->err ? intake_stream_failed(r, in, dec, &f) : intake_verify(r, in, dec, ck_expect, &f);
+    }
+    if (f.code) s3_error(r, f.status, f.code, f.msg);
     fl_cksum_free(&in->md5);
     fl_cksum_free(&in->ck);
     fl_cksum_free(&in->sha);
     fl_awschunk_free(dec);
-    free(buf);
     return ok;
 }
 
