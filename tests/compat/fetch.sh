@@ -4,9 +4,15 @@
 #   .cache/plugins/iceberg-$ICEBERG_VERSION/ the Kafka Connect plugin directory of the source
 #       document: iceberg-kafka-connect (+ -events), iceberg-aws-bundle, iceberg-aws,
 #       iceberg-parquet, hadoop-client-runtime, hadoop-client-api, failsafe, and their runtime deps.
+#   .cache/spark-iceberg-$SPARK_ICEBERG_VERSION/ (only with the `spark` target) the jars a
+#       pyspark session loads for tests/integration/test_spark_sql.py: iceberg-spark-runtime
+#       (Spark $SPARK_MINOR, Scala $SCALA_BINARY) and iceberg-aws-bundle (SigV4, S3FileIO).
+# Usage: fetch.sh [kafka] [sink] [spark]; no target = kafka sink (what the compat runs need).
 # Idempotent: a directory is rebuilt only when its generated pom changes.
 # Env: KAFKA_VERSION (3.9.2), ICEBERG_VERSIONS ("1.10.1 1.12.0"), HADOOP_VERSION (3.3.6),
-#      FAILSAFE_VERSION (3.3.2), M2_REPO (tests/compat/.cache/m2).
+#      FAILSAFE_VERSION (3.3.2), M2_REPO (tests/compat/.cache/m2),
+#      SPARK_ICEBERG_VERSION (1.10.1), SPARK_MINOR (3.5, as pyspark in tests/requirements.txt),
+#      SCALA_BINARY (2.12, pyspark 3.5's Scala).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CACHE="${COMPAT_CACHE:-$HERE/.cache}"
@@ -15,6 +21,11 @@ ICEBERG_VERSIONS="${ICEBERG_VERSIONS:-1.10.1 1.12.0}"
 HADOOP_VERSION="${HADOOP_VERSION:-3.3.6}"
 FAILSAFE_VERSION="${FAILSAFE_VERSION:-3.3.2}"
 M2_REPO="${M2_REPO:-$CACHE/m2}"
+SPARK_ICEBERG_VERSION="${SPARK_ICEBERG_VERSION:-1.10.1}"
+SPARK_MINOR="${SPARK_MINOR:-3.5}"
+SCALA_BINARY="${SCALA_BINARY:-2.12}"
+TARGETS="${*:-kafka sink}"
+want() { [[ " $TARGETS " == *" $1 "* ]]; }
 mkdir -p "$CACHE"
 
 dep() { # group artifact version [exclusion-group...]
@@ -61,7 +72,8 @@ resolve() {
 
 # --- Kafka broker + Connect worker -------------------------------------------------
 K=org.apache.kafka
-resolve "kafka-$KAFKA_VERSION" "$CACHE/kafka-$KAFKA_VERSION/lib" "$(pom kafka-$KAFKA_VERSION "$(
+I=org.apache.iceberg
+want kafka && resolve "kafka-$KAFKA_VERSION" "$CACHE/kafka-$KAFKA_VERSION/lib" "$(pom kafka-$KAFKA_VERSION "$(
   dep $K kafka_2.13 "$KAFKA_VERSION"
   dep $K kafka-tools "$KAFKA_VERSION"
   dep $K connect-runtime "$KAFKA_VERSION"
@@ -71,8 +83,7 @@ resolve "kafka-$KAFKA_VERSION" "$CACHE/kafka-$KAFKA_VERSION/lib" "$(pom kafka-$K
 )")"
 
 # --- Iceberg sink plugin directories ---------------------------------------------
-I=org.apache.iceberg
-for IV in $ICEBERG_VERSIONS; do
+want sink && for IV in $ICEBERG_VERSIONS; do
   out="$CACHE/plugins/iceberg-$IV"
   # one sub-directory = one plugin (Connect isolates each in its own class loader)
   resolve "iceberg-$IV" "$out/iceberg-sink" "$(pom iceberg-$IV "$(
@@ -90,4 +101,12 @@ for IV in $ICEBERG_VERSIONS; do
     echo "fetch: iceberg-kafka-connect-$IV.jar has no IcebergSinkConnector (see sink.md §1.4)" >&2; exit 1
   fi
 done
+# --- Spark SQL peer: the Iceberg runtime and the AWS bundle (both shaded, no other deps) ---
+if want spark; then
+  resolve "spark-iceberg-$SPARK_ICEBERG_VERSION" "$CACHE/spark-iceberg-$SPARK_ICEBERG_VERSION" "$(
+    pom spark-iceberg-$SPARK_ICEBERG_VERSION "$(
+      dep $I "iceberg-spark-runtime-${SPARK_MINOR}_$SCALA_BINARY" "$SPARK_ICEBERG_VERSION"
+      dep $I iceberg-aws-bundle "$SPARK_ICEBERG_VERSION"
+    )")"
+fi
 echo "fetch: done; cache $(du -sh "$CACHE" | cut -f1) at $CACHE"
