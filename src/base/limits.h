@@ -29,6 +29,12 @@
 #define FL_S3_MAX_LIST_KEYS        1000
 #define FL_S3_MAX_META_BYTES       (2 * 1024)        /* user metadata total, as S3 */
 
+#define FL_XML_MAX_NODES           20000          /* elements of one XML request body */
+#define FL_XML_MAX_DEPTH           16             /* nesting of an XML request body */
+#define FL_HTTPC_MAX_ERROR_BODY    (64 * 1024)    /* a remote error answer kept for its message */
+#define FL_REST_CLIENT_MAX_BODY    (512u << 20)   /* one REST catalog answer (metadata JSON can be large; S3 Tables caps it at 50 MB) */
+#define FL_REST_CLIENT_MAX_PAGES   100000         /* pages followed by one list call */
+
 #define FL_AWSCHUNK_MAX_CHUNK      (16 * 1024 * 1024)
 #define FL_SIGV4_MAX_SKEW_S        (15 * 60)
 #define FL_SIGV4_MAX_EXPIRES_S     604800
@@ -45,6 +51,7 @@
 #define FL_AVRO_MAX_ITEMS          (16 * 1024 * 1024) /* items in one array/map block */
 #define FL_AVRO_MAX_BYTES          (64 * 1024 * 1024) /* one bytes/string value */
 
+#define FL_THRIFT_MAX_DEPTH        64                  /* nesting of thrift compact structs, lists, maps */
 #define FL_PQ_MAX_FOOTER_BYTES     (64 * 1024 * 1024)  /* Parquet FileMetaData */
 #define FL_PQ_MAX_COLUMNS          10000               /* leaf columns (and schema elements / 4) */
 #define FL_PQ_MAX_SCHEMA_DEPTH     32                  /* nesting of the Parquet schema tree */

@@ -15,9 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/err.h"
 
-#define FL_THRIFT_MAX_DEPTH 64
 
 /* Compact-protocol type ids (the low nibble of a field header). In a field
  * header a bool's value is the type (TRUE/FALSE); the reader reports both as

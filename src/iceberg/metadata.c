@@ -368,8 +368,8 @@ fail:
 
 static json_t *walk_type(walk_t *w, json_t *t, int depth)
 {
-    if (depth > ICE_MAX_DEPTH) {
-        ice_fail(w->e, 400, "types nested deeper than %d", ICE_MAX_DEPTH);
+    if (depth > FL_ICEBERG_MAX_DEPTH) {
+        ice_fail(w->e, 400, "types nested deeper than %d", FL_ICEBERG_MAX_DEPTH);
         return NULL;
     }
     if (json_is_string(t)) {
@@ -489,7 +489,7 @@ out:
 static json_t *find_type_in(json_t *t, json_int_t fid, int depth)
 {
     json_int_t id;
-    if (depth > ICE_MAX_DEPTH || !json_is_object(t)) return NULL;
+    if (depth > FL_ICEBERG_MAX_DEPTH || !json_is_object(t)) return NULL;
     const char *kind = ice_get_str(t, "type");
     if (!kind || !strcmp(kind, "struct")) {
         json_t *fields = json_object_get(t, "fields"), *f, *r;

@@ -5,7 +5,6 @@
 #include "iceberg/metadata.h"
 #include <stdbool.h>
 
-#define ICE_MAX_DEPTH 64          /* nesting of struct/list/map types */
 #define ICE_MAX_FORMAT_VERSION 3
 #define ICE_MAX_FIELD_ID 2147483447LL /* Integer.MAX_VALUE - 200: above is reserved */
 

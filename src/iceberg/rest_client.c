@@ -4,14 +4,13 @@
  * levels percent-encoded and joined by %1F, names percent-encoded (reference/iceberg.md
  * §1.1, §1.4). Lists follow next-page-token until it is null or empty. */
 #include "iceberg/rest_client.h"
+#include "base/limits.h"
 #include "base/mem.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define REST_MAX_BODY (512u << 20)   /* metadata JSON can be large; S3 Tables caps it at 50 MB */
-#define REST_MAX_PAGES 100000
 
 struct fl_rest_client {
     fl_httpc_t *http;
@@ -214,7 +213,7 @@ static fl_err_t call(fl_rest_client_t *c, const char *method, const char *path, 
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     char *bearer = NULL;
     fl_buf_init(&url, 0);
-    fl_buf_init(&resp, REST_MAX_BODY);
+    fl_buf_init(&resp, FL_REST_CLIENT_MAX_BODY);
     if (out) *out = NULL;
     if (status) *status = 0;
     fl_buf_printf(&url, "%s%s", c->uri, path);
@@ -402,7 +401,7 @@ static fl_err_t list_all(fl_rest_client_t *c, const char *path, const char *qbas
     char *token = NULL;
     fl_buf_t q;
     fl_buf_init(&q, 0);
-    for (int page = 0; page < REST_MAX_PAGES; page++) {
+    for (int page = 0; page < FL_REST_CLIENT_MAX_PAGES; page++) {
         json_t *doc = NULL;
         fl_buf_reset(&q);
         /* sorted parameter names: pageToken < parent */

@@ -5,6 +5,7 @@
 #include "net/httpc.h"
 #include "auth/sigv4.h"
 #include "base/checksum.h"
+#include "base/limits.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include <ctype.h>
@@ -19,7 +20,6 @@
 #include <strings.h>
 #include <unistd.h>
 
-#define ERR_BODY_CAP (64 * 1024)
 #define EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 struct fl_httpc {
@@ -188,7 +188,7 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
     size_t len = sz * n;
     if (!x->status) curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->status);
     if (x->status >= 300 || x->status < 200) {
-        size_t room = ERR_BODY_CAP - x->errbody.len;
+        size_t room = FL_HTTPC_MAX_ERROR_BODY - x->errbody.len;
         fl_buf_add(&x->errbody, p, len < room ? len : room);
         return len;
     }
@@ -271,7 +271,7 @@ static fl_err_t attempt(fl_httpc_t *h, CURL *c, const fl_httpc_req_t *r, fl_http
     fl_buf_init(&url, 0);
     fl_buf_init(&auth, 0);
     fl_buf_init(&line, 0);
-    fl_buf_init(&x.errbody, ERR_BODY_CAP);
+    fl_buf_init(&x.errbody, FL_HTTPC_MAX_ERROR_BODY);
     bool fd_body = r->body_fd >= 0 && !r->has_body;
     bool have_ct = false;
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include "base/buf.h"
+#include "base/limits.h"
 
 /* ---- writer ---- */
 /* Appends text with &, <, >, ", ' escaped (and control characters as &#xN;). */
@@ -27,8 +28,6 @@ typedef struct fl_xml_node {
     struct fl_xml_node *parent, *child, *next;
 } fl_xml_node_t;
 
-#define FL_XML_MAX_NODES 20000
-#define FL_XML_MAX_DEPTH 16
 
 /* Parses doc into a tree; returns the root or NULL if malformed or over a cap.
  * Free with fl_xml_free. DTDs/entities are refused. */
