@@ -1,6 +1,7 @@
 #include "test.h"
 #include "base/buf.h"
 #include "base/query.h"
+#include "base/sqlite.h"
 #include "base/time.h"
 
 FL_TEST(base64_roundtrip)
@@ -81,4 +82,62 @@ FL_TEST(query_parse)
     CHECK_EQ(fl_query_parse(b.ptr, b.len, &q), FL_ERR_TOO_LARGE);
     CHECK_EQ(q.n, 0);
     fl_buf_free(&b);
+}
+
+static const char *const t_migrations[] = {
+    "CREATE TABLE kv(k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID;",
+    "ALTER TABLE kv ADD COLUMN n INTEGER NOT NULL DEFAULT 0;",
+};
+static const char *const t_statements[] = {
+    "INSERT INTO kv(k, v, n) VALUES(?1, ?2, 1)",
+    "SELECT v, n FROM kv WHERE k = ?1",
+};
+
+FL_TEST(sqlite_layer)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/t.db", fl_test_tmpdir());
+    fl_sqlite_cfg_t cfg = { .label = "test", .path = path, .migrations = t_migrations, .n_migrations = 2,
+                            .statements = t_statements, .n_statements = 2, .busy_timeout_ms = 50 };
+    fl_sqlite_t *s = fl_sqlite_open(&cfg);
+    REQUIRE(s);
+    fl_sqlite_conn_t *k = fl_sqlite_get(s);
+    REQUIRE(k);
+    REQUIRE(fl_sqlite_begin(s, k) == FL_OK);
+    fl_sqlite_bind_str(k->st[0], 1, "a");
+    fl_sqlite_bind_str(k->st[0], 2, "one");
+    CHECK_EQ(fl_sqlite_done(k, k->st[0], "insert"), FL_OK);
+    CHECK_EQ(fl_sqlite_end(s, k, FL_OK), FL_OK);
+    /* a failed step inside a transaction rolls the whole of it back */
+    REQUIRE(fl_sqlite_begin(s, k) == FL_OK);
+    fl_sqlite_bind_str(k->st[0], 1, "b");
+    fl_sqlite_bind_str(k->st[0], 2, "two");
+    CHECK_EQ(fl_sqlite_done(k, k->st[0], "insert"), FL_OK);
+    fl_sqlite_bind_str(k->st[0], 1, "a");
+    fl_sqlite_bind_str(k->st[0], 2, "dup");
+    fl_err_t e = fl_sqlite_done(k, k->st[0], "insert");
+    CHECK_EQ(e, FL_ERR_IO);
+    CHECK_EQ(fl_sqlite_end(s, k, e), FL_ERR_IO);
+    fl_sqlite_bind_str(k->st[1], 1, "b");
+    CHECK_EQ(fl_sqlite_row(k, k->st[1], "get"), FL_ERR_NOT_FOUND);
+    fl_sqlite_bind_str(k->st[1], 1, "a");
+    REQUIRE(fl_sqlite_row(k, k->st[1], "get") == FL_OK);
+    char v[16];
+    fl_sqlite_col_copy(k->st[1], 0, v, sizeof v);
+    CHECK_STR(v, "one");
+    CHECK_EQ(sqlite3_column_int(k->st[1], 1), 1);
+    sqlite3_reset(k->st[1]);
+    /* another process holding the write lock: busy is a conflict (nothing written), not an I/O error */
+    sqlite3 *other = NULL;
+    REQUIRE(sqlite3_open(path, &other) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
+    CHECK_EQ(fl_sqlite_begin(s, k), FL_ERR_CONFLICT);
+    CHECK(!k->in_tx);
+    sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(other);
+    fl_sqlite_put(s, k);
+    fl_sqlite_close(s);
+    /* a file from a newer build is refused */
+    cfg.n_migrations = 1;
+    CHECK(fl_sqlite_open(&cfg) == NULL);
 }
