@@ -934,12 +934,14 @@ static void h_drop_table(rctx_t *x)
     bool purge = qparam(x, "purgeRequested", &p) && p.ptr && !strcasecmp(p.ptr, "true");
     fl_buf_free(&p);
     fl_table_t t;
-    if (!get_row(x, x->ns, x->name, false, &t, true)) return;
     pthread_once(&stripes_once, stripes_init);
     pthread_mutex_t *mu = &stripes[stripe_of(x->bucket, x->ns, x->name)];
     pthread_mutex_lock(mu);
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, purge, NULL);
+    /* the drop deletes the row read here (by id) and purges only its warehouse */
+    bool found = get_row(x, x->ns, x->name, false, &t, true);
+    fl_err_t e = found ? fl_tablesvc_drop(x->cfg, &t, purge, NULL) : FL_OK;
     pthread_mutex_unlock(mu);
+    if (!found) return; /* get_row rendered the 404 */
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
@@ -1017,7 +1019,8 @@ static void h_register(rctx_t *x)
         goto out;
     }
     if (exists) {
-        fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_token = t.version_token,
+        fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_id = t.id,
+                               .expect_token = t.version_token,
                                .new_location = loc, .modified_by = x->r->principal };
         e = fl_catalog_table_swap(x->cfg->cat, &sw, 1);
         if (e == FL_ERR_CONFLICT) {
@@ -1065,7 +1068,7 @@ static void do_rename(rctx_t *x, bool view)
         err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
         return;
     }
-    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, NULL);
+    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
@@ -1395,13 +1398,13 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
             if (prepare(x, &ch[i], view)) goto out;
             if (ch[i].next) {
                 sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
+                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
                                               .modified_by = x->r->principal };
                 nsw++;
             } else if (!single && json_array_size(ch[i].reqs)) {
                 /* unchanged but required: pin it, so its requirements hold at the swap too */
                 sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_token = ch[i].row.version_token,
+                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token,
                                               .new_location = ch[i].row.metadata_location,
                                               .modified_by = x->r->principal };
                 nsw++;

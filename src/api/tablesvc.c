@@ -282,7 +282,7 @@ fail:
 fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
                           const char *expect_token)
 {
-    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, expect_token);
+    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, t->id, expect_token);
     if (e) return e;
     if (purge) {
         char wb[64];

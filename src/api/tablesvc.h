@@ -38,8 +38,11 @@ fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *loca
  * (".metadata.json" or ".metadata.json.gz"). */
 bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location);
 
-/* Drops a table's row (compare-and-swap on expect_token unless NULL: FL_ERR_CONFLICT);
- * with purge, then every object of its warehouse and the bucket. */
+/* Drops the table t names, which must still be the row t was read from: the
+ * delete matches its name and its id (FL_ERR_NOT_FOUND when the name now
+ * belongs to another table or to none) and expect_token unless NULL
+ * (FL_ERR_CONFLICT), in one transaction. Only once that row is gone and only
+ * with purge, every object of t's warehouse and the bucket. */
 fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
                           const char *expect_token);
 /* Removes warehouse buckets created before created_before_ms that no table owns
