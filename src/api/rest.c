@@ -323,15 +323,26 @@ static bool parse_body(rctx_t *x)
     return true;
 }
 
-/* {"namespace":["a"],"name":"t"} -> ns, name. Single level only. */
-static bool parse_ident(json_t *id, char *ns, char *name, const char **why)
+/* {"namespace":["a"],"name":"t"} -> ns, name. Single level only: *multi is set (and
+ * false returned) for a well-formed identifier in a multi-level namespace, which
+ * names nothing floe has (Iceberg clients need a 404 for it, e.g. to fall back to
+ * metadata tables); other malformed identifiers are a 400 explained by *why. */
+static bool parse_ident(json_t *id, char *ns, char *name, const char **why, bool *multi)
 {
     json_t *n = json_object_get(id, "namespace"), *t = json_object_get(id, "name");
+    size_t i;
+    json_t *lv;
+    *multi = false;
     if (!json_is_object(id) || !json_is_array(n) || !json_is_string(t)) {
         *why = "An identifier needs a namespace array and a name.";
         return false;
     }
-    if (json_array_size(n) != 1 || !json_is_string(json_array_get(n, 0))) {
+    json_array_foreach(n, i, lv) if (!json_is_string(lv)) {
+        *why = "An identifier's namespace is an array of strings.";
+        return false;
+    }
+    if (json_array_size(n) != 1) {
+        *multi = json_array_size(n) > 1;
         *why = "Only single-level namespaces are supported.";
         return false;
     }
@@ -1053,9 +1064,15 @@ static void do_rename(rctx_t *x, bool view)
     if (!parse_body(x)) return;
     char sns[FL_NAME_MAX], sname[FL_NAME_MAX], dns[FL_NAME_MAX], dname[FL_NAME_MAX];
     const char *why = NULL;
-    if (!parse_ident(json_object_get(x->body, "source"), sns, sname, &why) ||
-        !parse_ident(json_object_get(x->body, "destination"), dns, dname, &why)) {
-        err(x, 400, "BadRequestException", why);
+    bool multi = false;
+    if (!parse_ident(json_object_get(x->body, "source"), sns, sname, &why, &multi)) {
+        if (multi) err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
+        else err(x, 400, "BadRequestException", why);
+        return;
+    }
+    if (!parse_ident(json_object_get(x->body, "destination"), dns, dname, &why, &multi)) {
+        if (multi) err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
+        else err(x, 400, "BadRequestException", why);
         return;
     }
     if (!name_ok(dname)) {
@@ -1483,8 +1500,10 @@ static void h_commit_tx(rctx_t *x)
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(tc, i);
         const char *why = "Each table change needs an identifier.";
-        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), ch[i].ns, ch[i].name, &why)) {
-            err(x, 400, "BadRequestException", why);
+        bool multi = false;
+        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), ch[i].ns, ch[i].name, &why, &multi)) {
+            if (multi) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
+            else err(x, 400, "BadRequestException", why);
             goto out;
         }
         if (!change_arrays(x, c, &ch[i])) goto out;
@@ -1684,13 +1703,20 @@ static bool match(const char *pattern, const seg_t *segs, int nsegs, seg_t *caps
     return i == nsegs;
 }
 
-/* Decodes a namespace or name segment; false after rendering 400. */
-static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns)
+/* Decodes a namespace or name segment; false after rendering the error. A multi-level
+ * namespace ("a%1Fb") names nothing floe has: 404 of the route's kind (nf_type), as
+ * Iceberg clients expect of a missing table or namespace (Spark's metadata tables,
+ * "ns.t.snapshots", are found by loading table "snapshots" of namespace "ns.t" first). */
+static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns, const char *nf_type)
 {
     if (is_ns) {
         for (size_t i = 0; i + 2 < s.n; i++)
             if (s.p[i] == '%' && s.p[i + 1] == '1' && (s.p[i + 2] == 'F' || s.p[i + 2] == 'f')) {
-                err(x, 400, "BadRequestException", "Only single-level namespaces are supported.");
+                const char *what = !strcmp(nf_type, "NoSuchTableException") ? "table"
+                                 : !strcmp(nf_type, "NoSuchViewException") ? "view" : "namespace";
+                char m[160];
+                snprintf(m, sizeof m, "The specified %s does not exist (namespaces are single-level).", what);
+                err(x, 404, nf_type, m);
                 return false;
             }
     }
@@ -1781,8 +1807,8 @@ void fl_rest_handle(fl_api_req_t *r)
         else err(&x, 500, "ServiceFailureException", fl_err_str(e));
         return;
     }
-    if (ncaps >= 1 && !decode_seg(&x, caps[0], x.ns, true)) return;
-    if (ncaps >= 2 && !decode_seg(&x, caps[1], x.name, false)) return;
+    if (ncaps >= 1 && !decode_seg(&x, caps[0], x.ns, true, rt->nf_type)) return;
+    if (ncaps >= 2 && !decode_seg(&x, caps[1], x.name, false, rt->nf_type)) return;
     rt->fn(&x);
     json_decref(x.body);
 }
