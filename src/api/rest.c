@@ -19,6 +19,7 @@
  * row read and no file read or JSON work. Cached json_t trees are never modified. */
 #include "api/catalog.h"
 #include "api/tablesvc.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
@@ -1130,12 +1131,20 @@ static bool has_assert_create(json_t *reqs)
     return false;
 }
 
-/* Requirements/updates arrays of a change object; false after rendering 400. */
-static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch)
+/* Requirements/updates arrays of a change object; false after rendering 400. *nupd
+ * counts the updates of the whole request against FL_ICEBERG_MAX_COMMIT_UPDATES. */
+static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch, size_t *nupd)
 {
     json_t *r = json_object_get(obj, "requirements"), *u = json_object_get(obj, "updates");
     if ((r && !json_is_array(r) && !json_is_null(r)) || (u && !json_is_array(u) && !json_is_null(u))) {
         err(x, 400, "BadRequestException", "requirements and updates must be arrays.");
+        return false;
+    }
+    *nupd += json_is_array(u) ? json_array_size(u) : 0;
+    if (*nupd > FL_ICEBERG_MAX_COMMIT_UPDATES) {
+        char m[128];
+        snprintf(m, sizeof m, "A commit may carry at most %d updates.", FL_ICEBERG_MAX_COMMIT_UPDATES);
+        err(x, 400, "BadRequestException", m);
         return false;
     }
     ch->reqs = json_is_array(r) ? r : NULL;
@@ -1480,7 +1489,8 @@ static void commit_one(rctx_t *x, const char *op, bool view)
     change_t *ch = fl_calloc(1, sizeof *ch);
     snprintf(ch->ns, sizeof ch->ns, "%s", x->ns);
     snprintf(ch->name, sizeof ch->name, "%s", x->name);
-    if (change_arrays(x, x->body, ch)) commit_changes(x, ch, 1, view, true);
+    size_t nupd = 0;
+    if (change_arrays(x, x->body, ch, &nupd)) commit_changes(x, ch, 1, view, true);
     free(ch);
 }
 
@@ -1497,6 +1507,7 @@ static void h_commit_tx(rctx_t *x)
     }
     size_t n = json_array_size(tc);
     change_t *ch = fl_calloc(n, sizeof *ch);
+    size_t nupd = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(tc, i);
         const char *why = "Each table change needs an identifier.";
@@ -1506,7 +1517,7 @@ static void h_commit_tx(rctx_t *x)
             else err(x, 400, "BadRequestException", why);
             goto out;
         }
-        if (!change_arrays(x, c, &ch[i])) goto out;
+        if (!change_arrays(x, c, &ch[i], &nupd)) goto out;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(ch[j].ns, ch[i].ns) && !strcmp(ch[j].name, ch[i].name)) {
                 err(x, 400, "BadRequestException", "A table appears twice in one transaction.");

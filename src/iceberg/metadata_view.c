@@ -13,6 +13,7 @@ typedef struct vupd {
     json_t *md;
     ice_err_t *e;
     json_int_t last_schema, last_version; /* -1 = none added in this commit */
+    ice_schema_set_t schemas;
 } vupd_t;
 
 static json_t *varr(json_t *md, const char *key)
@@ -30,16 +31,9 @@ static int v_add_schema(vupd_t *u, json_t *up)
     json_int_t next = 0, id = -1;
     json_t *s = ice_walk_schema(json_object_get(up, "schema"), false, ICE_MAX_FORMAT_VERSION, &next, NULL, u->e);
     if (!s) return u->e->status;
-    json_t *schemas = varr(u->md, "schemas"), *x;
-    size_t i;
-    json_array_foreach(schemas, i, x)
-        if (ice_same_schema(x, s)) { ice_get_int(x, "schema-id", &id); break; }
-    if (id < 0) {
-        id = ice_max_id(schemas, "schema-id", -1) + 1;
-        ice_set_int(s, "schema-id", id);
-        json_array_append(schemas, s);
-    }
+    int st = ice_schema_add(&u->schemas, varr(u->md, "schemas"), s, &id, u->e);
     json_decref(s);
+    if (st) return st;
     u->last_schema = id;
     return 0;
 }
@@ -278,6 +272,7 @@ static json_t *apply_view(json_t *base, json_t *updates, ice_err_t *e)
         }
         if (vactions[k].fn(&u, up)) break;
     }
+    ice_schema_set_reset(&u.schemas);
     if (e->status) {
         json_decref(u.md);
         return NULL;
