@@ -228,6 +228,21 @@ static ment_t *mc_put_text(const char *loc, json_t *meta, char *text)
 
 static ment_t *mc_put(const char *loc, json_t *meta) { return mc_put_text(loc, meta, NULL); }
 
+/* True when the row t was read from no longer has its name: dropped (and maybe being
+ * purged) or renamed since. Its files may then be gone: a 404, not a 500. */
+static bool row_gone(rctx_t *x, const fl_table_t *t)
+{
+    fl_table_t now;
+    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, t->ns, t->name, &now);
+    return e == FL_ERR_NOT_FOUND || (!e && strcmp(now.id, t->id) != 0);
+}
+
+static void err_gone(rctx_t *x, const fl_table_t *t)
+{
+    if (!strcmp(t->kind, "view")) err(x, 404, "NoSuchViewException", "The view was dropped.");
+    else err(x, 404, "NoSuchTableException", "The table was dropped.");
+}
+
 /* The metadata at t's pointer, held (release with mc_release). Renders the error. */
 static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
 {
@@ -240,6 +255,10 @@ static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
     json_t *meta = NULL;
     fl_err_t rc = fl_tablesvc_read_metadata(x->cfg, t->metadata_location, &meta);
     if (rc) {
+        if (rc == FL_ERR_NOT_FOUND && row_gone(x, t)) {
+            err_gone(x, t);
+            return NULL;
+        }
         fl_warn("rest: cannot read %s: %s", t->metadata_location, fl_err_str(rc));
         if (commit) err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
         else err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
@@ -1201,12 +1220,28 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
     fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->cfg, &ch->row, fl_iceberg_next_file_seq(next),
                                                             ch->text, ch->loc)
                           : FL_ERR_NOMEM;
+    if (e && row_gone(x, &ch->row)) { /* dropped and purged meanwhile: the warehouse is gone */
+        err_gone(x, &ch->row);
+        return 404;
+    }
     if (e) {
         fl_warn("rest: writing metadata for %s.%s: %s", ch->ns, ch->name, fl_err_str(e));
         err(x, 500, "ServiceFailureException", "The new metadata file could not be written.");
         return 500;
     }
     return 0;
+}
+
+/* Deletes the metadata files the changes wrote, after a swap that certainly did not
+ * happen (lost, or not tried): no pointer names them. */
+static void discard_written(rctx_t *x, change_t *ch, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ch[i].next && ch[i].loc[0]) {
+            fl_err_t e = fl_tablesvc_delete_metadata(x->cfg, &ch[i].row, ch[i].loc);
+            if (e && e != FL_ERR_NOT_FOUND) fl_warn("rest: could not remove %s: %s", ch[i].loc, fl_err_str(e));
+            ch[i].loc[0] = 0;
+        }
 }
 
 static void change_reset(change_t *ch)
@@ -1400,6 +1435,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
     nl = u;
     for (size_t i = 0; i < nl; i++) pthread_mutex_lock(&stripes[locks[i]]);
     fl_table_swap_t *sw = fl_calloc(n ? n : 1, sizeof *sw);
+    bool keep_files = false; /* the swap landed, or its outcome is unknown */
 
     /* a create transaction (assert-create on a table that does not exist) */
     if (n == 1 && !view && has_assert_create(ch[0].reqs) &&
@@ -1413,6 +1449,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
 
     for (int attempt = 0;; attempt++) {
         size_t nsw = 0;
+        discard_written(x, ch, n); /* a lost swap's files */
         for (size_t i = 0; i < n; i++) {
             change_reset(&ch[i]);
             if (!get_row(x, ch[i].ns, ch[i].name, view, &ch[i].row, true)) goto out;
@@ -1449,8 +1486,10 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
         if (e) {
             fl_error("rest: pointer swap failed: %s", fl_err_str(e));
             err(x, 500, "CommitStateUnknownException", "The commit's outcome is unknown.");
+            keep_files = true;
             goto out;
         }
+        keep_files = true;
         break;
     }
     /* landed: only 200/204 from here */
@@ -1475,6 +1514,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
         }
     }
 out:
+    if (!keep_files) discard_written(x, ch, n);
     for (size_t i = nl; i-- > 0;) pthread_mutex_unlock(&stripes[locks[i]]);
     for (size_t i = 0; i < n; i++) change_reset(&ch[i]);
     free(sw);
