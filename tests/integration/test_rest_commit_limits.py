@@ -57,3 +57,27 @@ def test_commit_above_the_update_cap_is_refused(raw_rest, namespace):
     r = raw_rest.request("POST", path, {"requirements": [], "updates": [upd] * MAX_UPDATES})
     assert r.status_code == 200, r.text
     assert r.json()["metadata"]["properties"]["k"] == "v"
+
+
+def test_many_view_versions_commit_quickly(raw_rest, namespace):
+    def version(i):
+        return {"version-id": i + 1, "schema-id": 0, "timestamp-ms": 1, "summary": {},
+                "default-namespace": [namespace],
+                "representations": [{"type": "sql", "sql": "select %d" % i, "dialect": "spark"}]}
+    name = unique("v")
+    r = raw_rest.request("POST", raw_rest.p("namespaces/%s/views" % namespace),
+                         {"name": name, "schema": schema(-1), "view-version": version(-1), "properties": {}})
+    assert r.status_code == 200, r.text
+    n = 6000
+    body = {"requirements": [], "updates": [{"action": "add-view-version", "view-version": version(i)}
+                                            for i in range(n)]
+            + [{"action": "add-view-version", "view-version": version(41)},  # equal: reused
+               {"action": "set-current-view-version", "view-version-id": -1}]}
+    t0 = time.monotonic()
+    r = raw_rest.request("POST", raw_rest.p("namespaces/%s/views/%s" % (namespace, name)), body)
+    dt = time.monotonic() - t0
+    assert r.status_code == 200, r.text
+    md = r.json()["metadata"]
+    cur = [v for v in md["versions"] if v["version-id"] == md["current-version-id"]]
+    assert md["current-version-id"] == 43 and cur[0]["representations"][0]["sql"] == "select 41"
+    assert dt < 10, dt
