@@ -7,8 +7,8 @@ Starts `floe serve` on free 127.0.0.1 ports with a fresh data directory (removed
 the end), creates a table bucket (S3 Tables API), a namespace and one table per size
 (REST), then sends one signed POST .../tables/{t} whose updates are N add-schema
 actions, each a distinct two-column schema, and prints the wall time of that request
-and the time per update. A commit above floe's cap (FL_ICEBERG_MAX_COMMIT_UPDATES)
-answers 400 at once; run a build with the cap raised to time those sizes."""
+and the time per update. A commit above floe's cap (FL_ICEBERG_MAX_COMMIT_UPDATES,
+10,000) answers 400 at once; run a build with the cap raised to time larger sizes."""
 import argparse
 import json
 import os
