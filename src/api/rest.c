@@ -19,6 +19,7 @@
  * row read and no file read or JSON work. Cached json_t trees are never modified. */
 #include "api/catalog.h"
 #include "api/tablesvc.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/query.h"
@@ -229,6 +230,21 @@ static ment_t *mc_put_text(const char *loc, json_t *meta, char *text)
 
 static ment_t *mc_put(const char *loc, json_t *meta) { return mc_put_text(loc, meta, NULL); }
 
+/* True when the row t was read from no longer has its name: dropped (and maybe being
+ * purged) or renamed since. Its files may then be gone: a 404, not a 500. */
+static bool row_gone(rctx_t *x, const fl_table_t *t)
+{
+    fl_table_t now;
+    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, t->ns, t->name, &now);
+    return e == FL_ERR_NOT_FOUND || (!e && strcmp(now.id, t->id) != 0);
+}
+
+static void err_gone(rctx_t *x, const fl_table_t *t)
+{
+    if (!strcmp(t->kind, "view")) err(x, 404, "NoSuchViewException", "The view was dropped.");
+    else err(x, 404, "NoSuchTableException", "The table was dropped.");
+}
+
 /* The metadata at t's pointer, held (release with mc_release). Renders the error. */
 static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
 {
@@ -241,6 +257,10 @@ static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
     json_t *meta = NULL;
     fl_err_t rc = fl_tablesvc_read_metadata(x->cfg, t->metadata_location, &meta);
     if (rc) {
+        if (rc == FL_ERR_NOT_FOUND && row_gone(x, t)) {
+            err_gone(x, t);
+            return NULL;
+        }
         fl_warn("rest: cannot read %s: %s", t->metadata_location, fl_err_str(rc));
         if (commit) err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
         else err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
@@ -310,15 +330,26 @@ static bool parse_body(rctx_t *x)
     return true;
 }
 
-/* {"namespace":["a"],"name":"t"} -> ns, name. Single level only. */
-static bool parse_ident(json_t *id, char *ns, char *name, const char **why)
+/* {"namespace":["a"],"name":"t"} -> ns, name. Single level only: *multi is set (and
+ * false returned) for a well-formed identifier in a multi-level namespace, which
+ * names nothing floe has (Iceberg clients need a 404 for it, e.g. to fall back to
+ * metadata tables); other malformed identifiers are a 400 explained by *why. */
+static bool parse_ident(json_t *id, char *ns, char *name, const char **why, bool *multi)
 {
     json_t *n = json_object_get(id, "namespace"), *t = json_object_get(id, "name");
+    size_t i;
+    json_t *lv;
+    *multi = false;
     if (!json_is_object(id) || !json_is_array(n) || !json_is_string(t)) {
         *why = "An identifier needs a namespace array and a name.";
         return false;
     }
-    if (json_array_size(n) != 1 || !json_is_string(json_array_get(n, 0))) {
+    json_array_foreach(n, i, lv) if (!json_is_string(lv)) {
+        *why = "An identifier's namespace is an array of strings.";
+        return false;
+    }
+    if (json_array_size(n) != 1) {
+        *multi = json_array_size(n) > 1;
         *why = "Only single-level namespaces are supported.";
         return false;
     }
@@ -921,12 +952,14 @@ static void h_drop_table(rctx_t *x)
     bool purge = qparam(x, "purgeRequested", &p) && p.ptr && !strcasecmp(p.ptr, "true");
     fl_buf_free(&p);
     fl_table_t t;
-    if (!get_row(x, x->ns, x->name, false, &t, true)) return;
     pthread_once(&stripes_once, stripes_init);
     pthread_mutex_t *mu = &stripes[stripe_of(x->bucket, x->ns, x->name)];
     pthread_mutex_lock(mu);
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, purge, NULL);
+    /* the drop deletes the row read here (by id) and purges only its warehouse */
+    bool found = get_row(x, x->ns, x->name, false, &t, true);
+    fl_err_t e = found ? fl_tablesvc_drop(x->cfg, &t, purge, NULL) : FL_OK;
     pthread_mutex_unlock(mu);
+    if (!found) return; /* get_row rendered the 404 */
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
@@ -1004,7 +1037,8 @@ static void h_register(rctx_t *x)
         goto out;
     }
     if (exists) {
-        fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_token = t.version_token,
+        fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_id = t.id,
+                               .expect_token = t.version_token,
                                .new_location = loc, .modified_by = x->r->principal };
         e = fl_catalog_table_swap(x->cfg->cat, &sw, 1);
         if (e == FL_ERR_CONFLICT) {
@@ -1037,9 +1071,15 @@ static void do_rename(rctx_t *x, bool view)
     if (!parse_body(x)) return;
     char sns[FL_NAME_MAX], sname[FL_NAME_MAX], dns[FL_NAME_MAX], dname[FL_NAME_MAX];
     const char *why = NULL;
-    if (!parse_ident(json_object_get(x->body, "source"), sns, sname, &why) ||
-        !parse_ident(json_object_get(x->body, "destination"), dns, dname, &why)) {
-        err(x, 400, "BadRequestException", why);
+    bool multi = false;
+    if (!parse_ident(json_object_get(x->body, "source"), sns, sname, &why, &multi)) {
+        if (multi) err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
+        else err(x, 400, "BadRequestException", why);
+        return;
+    }
+    if (!parse_ident(json_object_get(x->body, "destination"), dns, dname, &why, &multi)) {
+        if (multi) err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
+        else err(x, 400, "BadRequestException", why);
         return;
     }
     if (!name_ok(dname)) {
@@ -1052,7 +1092,7 @@ static void do_rename(rctx_t *x, bool view)
         err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
         return;
     }
-    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, NULL);
+    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
@@ -1097,12 +1137,20 @@ static bool has_assert_create(json_t *reqs)
     return false;
 }
 
-/* Requirements/updates arrays of a change object; false after rendering 400. */
-static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch)
+/* Requirements/updates arrays of a change object; false after rendering 400. *nupd
+ * counts the updates of the whole request against FL_ICEBERG_MAX_COMMIT_UPDATES. */
+static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch, size_t *nupd)
 {
     json_t *r = json_object_get(obj, "requirements"), *u = json_object_get(obj, "updates");
     if ((r && !json_is_array(r) && !json_is_null(r)) || (u && !json_is_array(u) && !json_is_null(u))) {
         err(x, 400, "BadRequestException", "requirements and updates must be arrays.");
+        return false;
+    }
+    *nupd += json_is_array(u) ? json_array_size(u) : 0;
+    if (*nupd > FL_ICEBERG_MAX_COMMIT_UPDATES) {
+        char m[128];
+        snprintf(m, sizeof m, "A commit may carry at most %d updates.", FL_ICEBERG_MAX_COMMIT_UPDATES);
+        err(x, 400, "BadRequestException", m);
         return false;
     }
     ch->reqs = json_is_array(r) ? r : NULL;
@@ -1159,12 +1207,28 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
     fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->cfg, &ch->row, fl_iceberg_next_file_seq(next),
                                                             ch->text, ch->loc)
                           : FL_ERR_NOMEM;
+    if (e && row_gone(x, &ch->row)) { /* dropped and purged meanwhile: the warehouse is gone */
+        err_gone(x, &ch->row);
+        return 404;
+    }
     if (e) {
         fl_warn("rest: writing metadata for %s.%s: %s", ch->ns, ch->name, fl_err_str(e));
         err(x, 500, "ServiceFailureException", "The new metadata file could not be written.");
         return 500;
     }
     return 0;
+}
+
+/* Deletes the metadata files the changes wrote, after a swap that certainly did not
+ * happen (lost, or not tried): no pointer names them. */
+static void discard_written(rctx_t *x, change_t *ch, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ch[i].next && ch[i].loc[0]) {
+            fl_err_t e = fl_tablesvc_delete_metadata(x->cfg, &ch[i].row, ch[i].loc);
+            if (e && e != FL_ERR_NOT_FOUND) fl_warn("rest: could not remove %s: %s", ch[i].loc, fl_err_str(e));
+            ch[i].loc[0] = 0;
+        }
 }
 
 static void change_reset(change_t *ch)
@@ -1358,6 +1422,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
     nl = u;
     for (size_t i = 0; i < nl; i++) pthread_mutex_lock(&stripes[locks[i]]);
     fl_table_swap_t *sw = fl_calloc(n ? n : 1, sizeof *sw);
+    bool keep_files = false; /* the swap landed, or its outcome is unknown */
 
     /* a create transaction (assert-create on a table that does not exist) */
     if (n == 1 && !view && has_assert_create(ch[0].reqs) &&
@@ -1371,6 +1436,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
 
     for (int attempt = 0;; attempt++) {
         size_t nsw = 0;
+        discard_written(x, ch, n); /* a lost swap's files */
         for (size_t i = 0; i < n; i++) {
             change_reset(&ch[i]);
             if (!get_row(x, ch[i].ns, ch[i].name, view, &ch[i].row, true)) goto out;
@@ -1382,13 +1448,13 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
             if (prepare(x, &ch[i], view)) goto out;
             if (ch[i].next) {
                 sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
+                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
                                               .modified_by = x->r->principal };
                 nsw++;
             } else if (!single && json_array_size(ch[i].reqs)) {
                 /* unchanged but required: pin it, so its requirements hold at the swap too */
                 sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_token = ch[i].row.version_token,
+                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token,
                                               .new_location = ch[i].row.metadata_location,
                                               .modified_by = x->r->principal };
                 nsw++;
@@ -1407,8 +1473,10 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
         if (e) {
             fl_error("rest: pointer swap failed: %s", fl_err_str(e));
             err(x, 500, "CommitStateUnknownException", "The commit's outcome is unknown.");
+            keep_files = true;
             goto out;
         }
+        keep_files = true;
         break;
     }
     /* landed: only 200/204 from here */
@@ -1433,6 +1501,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
         }
     }
 out:
+    if (!keep_files) discard_written(x, ch, n);
     for (size_t i = nl; i-- > 0;) pthread_mutex_unlock(&stripes[locks[i]]);
     for (size_t i = 0; i < n; i++) change_reset(&ch[i]);
     free(sw);
@@ -1447,7 +1516,8 @@ static void commit_one(rctx_t *x, const char *op, bool view)
     change_t *ch = fl_calloc(1, sizeof *ch);
     snprintf(ch->ns, sizeof ch->ns, "%s", x->ns);
     snprintf(ch->name, sizeof ch->name, "%s", x->name);
-    if (change_arrays(x, x->body, ch)) commit_changes(x, ch, 1, view, true);
+    size_t nupd = 0;
+    if (change_arrays(x, x->body, ch, &nupd)) commit_changes(x, ch, 1, view, true);
     free(ch);
 }
 
@@ -1464,14 +1534,17 @@ static void h_commit_tx(rctx_t *x)
     }
     size_t n = json_array_size(tc);
     change_t *ch = fl_calloc(n, sizeof *ch);
+    size_t nupd = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(tc, i);
         const char *why = "Each table change needs an identifier.";
-        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), ch[i].ns, ch[i].name, &why)) {
-            err(x, 400, "BadRequestException", why);
+        bool multi = false;
+        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), ch[i].ns, ch[i].name, &why, &multi)) {
+            if (multi) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
+            else err(x, 400, "BadRequestException", why);
             goto out;
         }
-        if (!change_arrays(x, c, &ch[i])) goto out;
+        if (!change_arrays(x, c, &ch[i], &nupd)) goto out;
         for (size_t j = 0; j < i; j++)
             if (!strcmp(ch[j].ns, ch[i].ns) && !strcmp(ch[j].name, ch[i].name)) {
                 err(x, 400, "BadRequestException", "A table appears twice in one transaction.");
@@ -1668,13 +1741,20 @@ static bool match(const char *pattern, const seg_t *segs, int nsegs, seg_t *caps
     return i == nsegs;
 }
 
-/* Decodes a namespace or name segment; false after rendering 400. */
-static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns)
+/* Decodes a namespace or name segment; false after rendering the error. A multi-level
+ * namespace ("a%1Fb") names nothing floe has: 404 of the route's kind (nf_type), as
+ * Iceberg clients expect of a missing table or namespace (Spark's metadata tables,
+ * "ns.t.snapshots", are found by loading table "snapshots" of namespace "ns.t" first). */
+static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns, const char *nf_type)
 {
     if (is_ns) {
         for (size_t i = 0; i + 2 < s.n; i++)
             if (s.p[i] == '%' && s.p[i + 1] == '1' && (s.p[i + 2] == 'F' || s.p[i + 2] == 'f')) {
-                err(x, 400, "BadRequestException", "Only single-level namespaces are supported.");
+                const char *what = !strcmp(nf_type, "NoSuchTableException") ? "table"
+                                 : !strcmp(nf_type, "NoSuchViewException") ? "view" : "namespace";
+                char m[160];
+                snprintf(m, sizeof m, "The specified %s does not exist (namespaces are single-level).", what);
+                err(x, 404, nf_type, m);
                 return false;
             }
     }
@@ -1782,7 +1862,7 @@ static void dispatch(rctx_t *x)
         else err(x, 500, "ServiceFailureException", fl_err_str(e));
         return;
     }
-    if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true)) return;
-    if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false)) return;
+    if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true, rt->nf_type)) return;
+    if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false, rt->nf_type)) return;
     rt->fn(x);
 }

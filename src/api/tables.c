@@ -1558,7 +1558,7 @@ static void op_rename_table(treq_t *t)
     if (token && strcmp(token, tb.version_token) != 0)
         return fail(t, "ConflictException", STALE_TOKEN);
     fl_err_t e = fl_catalog_table_rename(t->cat, tb.bucket, tb.ns, tb.name, new_ns ? new_ns : tb.ns,
-                                         new_name ? new_name : tb.name, token);
+                                         new_name ? new_name : tb.name, tb.id, token);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A table with the new name already exists.");
     if (e == FL_ERR_CONFLICT)
         return fail(t, "ConflictException", STALE_TOKEN);
@@ -1598,7 +1598,8 @@ static void op_update_metadata_location(treq_t *t)
     if (re)
         return fail(t, "BadRequestException", "The specified metadata location is not valid: %s.",
                     re == FL_ERR_NOT_FOUND ? "no such metadata file" : "not a readable metadata file");
-    fl_table_swap_t sw = { .bucket = tb.bucket, .ns = tb.ns, .name = tb.name, .expect_token = token,
+    fl_table_swap_t sw = { .bucket = tb.bucket, .ns = tb.ns, .name = tb.name, .expect_id = tb.id,
+                           .expect_token = token,
                            .new_location = loc, .modified_by = t->r->principal };
     fl_err_t e = fl_catalog_table_swap(t->cat, &sw, 1);
     if (e == FL_ERR_CONFLICT)

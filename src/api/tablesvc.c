@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #define WAREHOUSE_SUFFIX "--table-s3"
+#define FL_TABLES_PURGE_ROUNDS 20 /* empty-and-delete attempts while commits still land */
 #define MAX_METADATA_BYTES (256LL * 1024 * 1024)
 
 /* s3://bucket/key -> bucket (64) and key pointer into location. */
@@ -191,8 +192,8 @@ bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location)
     return false;
 }
 
-/* Removes every object of a warehouse bucket, then the bucket. */
-static void purge_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
+/* Every object and abandoned upload of a warehouse bucket. */
+static void empty_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
 {
     for (int rounds = 0; rounds < 100000; rounds++) {
         fl_list_res_t res = { 0 };
@@ -213,8 +214,29 @@ static void purge_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
         fl_upload_infos_free(u, n);
         if (!n) break;
     }
-    fl_err_t e = fl_store_bucket_delete(cfg->store, wb);
+}
+
+/* Removes every object of a warehouse bucket, then the bucket. A commit that read the
+ * row before it was deleted may still write its metadata file into the warehouse (it
+ * then finds the row gone, answers 404 and removes the file): empty again and retry. */
+static void purge_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
+{
+    fl_err_t e = FL_OK;
+    for (int round = 0; round < FL_TABLES_PURGE_ROUNDS; round++) {
+        empty_warehouse(cfg, wb);
+        e = fl_store_bucket_delete(cfg->store, wb);
+        if (e != FL_ERR_NOT_EMPTY) break;
+    }
     if (e && e != FL_ERR_NO_BUCKET) fl_warn("tables: could not remove warehouse %s: %s", wb, fl_err_str(e));
+}
+
+fl_err_t fl_tablesvc_delete_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, const char *location)
+{
+    char bucket[64];
+    const char *key;
+    if (!fl_tablesvc_location_ok(t, location) || !split_location(location, bucket, &key)) return FL_ERR_INVALID;
+    fl_err_t e = fl_store_delete(cfg->store, bucket, key, strlen(key), NULL);
+    return e == FL_ERR_NO_BUCKET ? FL_ERR_NOT_FOUND : e;
 }
 
 fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, const char *ns,
@@ -282,7 +304,7 @@ fail:
 fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
                           const char *expect_token)
 {
-    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, expect_token);
+    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, t->id, expect_token);
     if (e) return e;
     if (purge) {
         char wb[64];

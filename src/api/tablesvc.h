@@ -30,6 +30,11 @@ fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_
 fl_err_t fl_tablesvc_write_metadata_text(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
                                          const char *text, char *location_out);
 
+/* Deletes a metadata file that a commit wrote into t's warehouse and that no pointer
+ * names (the commit lost its swap: the table changed or was dropped meanwhile).
+ * FL_ERR_INVALID if location is not a metadata file of t's warehouse. */
+fl_err_t fl_tablesvc_delete_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, const char *location);
+
 /* Reads and parses the metadata file at an s3:// location on floe's data plane.
  * *out is a new reference. FL_ERR_NOT_FOUND, FL_ERR_INVALID (not JSON). */
 fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *location, json_t **out);
@@ -38,8 +43,11 @@ fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *loca
  * (".metadata.json" or ".metadata.json.gz"). */
 bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location);
 
-/* Drops a table's row (compare-and-swap on expect_token unless NULL: FL_ERR_CONFLICT);
- * with purge, then every object of its warehouse and the bucket. */
+/* Drops the table t names, which must still be the row t was read from: the
+ * delete matches its name and its id (FL_ERR_NOT_FOUND when the name now
+ * belongs to another table or to none) and expect_token unless NULL
+ * (FL_ERR_CONFLICT), in one transaction. Only once that row is gone and only
+ * with purge, every object of t's warehouse and the bucket. */
 fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
                           const char *expect_token);
 /* Removes warehouse buckets created before created_before_ms that no table owns

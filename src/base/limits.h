@@ -41,6 +41,11 @@
 
 #define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
+/* updates in one REST commit (all tables of a transaction together). Spark and PyIceberg
+ * send a handful, but Iceberg Java's expireSnapshots sends one remove-snapshots update
+ * per expired snapshot: thousands on a streaming table. Each update costs O(its size)
+ * (add-schema is indexed), so the cap bounds the time a commit holds its table's lock. */
+#define FL_ICEBERG_MAX_COMMIT_UPDATES 10000
 #define FL_MANIFEST_MAX_ENTRIES    (4 * 1024 * 1024) /* entries in one manifest / manifest list */
 #define FL_MANIFEST_MAX_AVRO_NODES 65536            /* types in a manifest file's Avro schema */
 #define FL_MANIFEST_MAX_DEPTH      32               /* nesting of a manifest file's Avro schema */

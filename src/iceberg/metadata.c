@@ -537,6 +537,57 @@ bool ice_same_schema(json_t *a, json_t *b)
     return same;
 }
 
+/* A schema's content as text, compared as ice_same_schema compares: without schema-id
+ * and an empty identifier-field-ids, keys sorted. malloc'd; NULL on OOM. */
+static char *schema_fingerprint(json_t *s)
+{
+    json_t *c = json_copy(s); /* shallow: only top-level members are dropped */
+    if (!c) return NULL;
+    json_object_del(c, "schema-id");
+    json_t *ids = json_object_get(c, "identifier-field-ids");
+    if (ids && (!json_is_array(ids) || json_array_size(ids) == 0)) json_object_del(c, "identifier-field-ids");
+    char *fp = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(c);
+    return fp;
+}
+
+int ice_schema_add(ice_schema_set_t *set, json_t *schemas, json_t *s, json_int_t *id, ice_err_t *e)
+{
+    json_t *x;
+    size_t i;
+    json_int_t sid;
+    char *fp;
+    if (!set->index) { /* the first of equal schemas wins, as a linear search finds it */
+        if (!(set->index = json_object())) return ice_fail(e, 500, "out of memory");
+        set->max = -1;
+        json_array_foreach(schemas, i, x) {
+            if (!ice_get_int(x, "schema-id", &sid)) continue;
+            if (sid > set->max) set->max = sid;
+            if (!(fp = schema_fingerprint(x))) return ice_fail(e, 500, "out of memory");
+            if (!json_object_get(set->index, fp)) json_object_set_new(set->index, fp, json_integer(sid));
+            free(fp);
+        }
+    }
+    if (!(fp = schema_fingerprint(s))) return ice_fail(e, 500, "out of memory");
+    json_t *hit = json_object_get(set->index, fp);
+    if (hit) {
+        *id = json_integer_value(hit);
+    } else {
+        *id = ++set->max;
+        ice_set_int(s, "schema-id", *id);
+        json_array_append(schemas, s);
+        json_object_set_new(set->index, fp, json_integer(*id));
+    }
+    free(fp);
+    return 0;
+}
+
+void ice_schema_set_reset(ice_schema_set_t *set)
+{
+    json_decref(set->index);
+    set->index = NULL;
+}
+
 /* ---- partition specs and sort orders ---------------------------------------------------- */
 
 typedef enum { TR_IDENTITY, TR_BUCKET, TR_TRUNCATE, TR_YEAR, TR_MONTH, TR_DAY, TR_HOUR,

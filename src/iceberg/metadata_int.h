@@ -55,6 +55,19 @@ int ice_check_spec_fields(json_t *fields, json_t *schema, ice_err_t *e);
 int ice_check_sort_fields(json_t *fields, json_t *schema, ice_err_t *e);
 /* Two schemas equal apart from schema-id (and empty identifier-field-ids). */
 bool ice_same_schema(json_t *a, json_t *b);
+
+/* The schemas of one metadata being updated, indexed by content, so that a commit's
+ * add-schema updates cost O(size of each schema) rather than O(schemas so far).
+ * Zero-initialise; built from the schemas array at the first ice_schema_add; call
+ * ice_schema_set_reset after anything else changes that array, and at the end. */
+typedef struct ice_schema_set {
+    json_t *index;      /* content fingerprint -> schema-id */
+    json_int_t max;     /* largest schema-id */
+} ice_schema_set_t;
+/* *id = the id of a schema of schemas equal to s (ice_same_schema), else s gets id
+ * max + 1 and is appended (a new reference). 0, or 500 on OOM. */
+int ice_schema_add(ice_schema_set_t *set, json_t *schemas, json_t *s, json_int_t *id, ice_err_t *e);
+void ice_schema_set_reset(ice_schema_set_t *set);
 /* Lowercase UUID syntax check. */
 bool ice_is_uuid(const char *s);
 /* Sets the format-specific "no current snapshot" marker. */

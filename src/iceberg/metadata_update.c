@@ -134,6 +134,7 @@ typedef struct upd {
     json_int_t last_schema, last_spec, last_order; /* -1 = none added in this commit */
     ice_idmap_t added;                            /* snapshot id -> timestamp-ms */
     int64_t last_updated;                         /* 0 = now */
+    ice_schema_set_t schemas;                     /* add-schema in O(1); reset by remove-schemas */
 } upd_t;
 
 /* md[key] as an array, created when missing. */
@@ -226,17 +227,10 @@ static int u_add_schema(upd_t *u, json_t *up)
     json_int_t next = 0, lc = 0, given;
     json_t *s = ice_walk_schema(json_object_get(up, "schema"), false, (int)u->fv, &next, NULL, u->e);
     if (!s) return u->e->status;
-    json_t *schemas = arr(u->md, "schemas"), *x;
-    size_t i;
     json_int_t id = -1;
-    json_array_foreach(schemas, i, x)
-        if (ice_same_schema(x, s)) { ice_get_int(x, "schema-id", &id); break; }
-    if (id < 0) {
-        id = ice_max_id(schemas, "schema-id", -1) + 1;
-        ice_set_int(s, "schema-id", id);
-        json_array_append(schemas, s);
-    }
+    int st = ice_schema_add(&u->schemas, arr(u->md, "schemas"), s, &id, u->e);
     json_decref(s);
+    if (st) return st;
     ice_get_int(u->md, "last-column-id", &lc);
     if (next > lc) lc = next;
     if (ice_get_int(up, "last-column-id", &given) && given > lc) lc = given;
@@ -569,6 +563,7 @@ static int u_remove_specs(upd_t *u, json_t *up)
 
 static int u_remove_schemas(upd_t *u, json_t *up)
 {
+    ice_schema_set_reset(&u->schemas);
     return remove_ids(u, up, "schema-ids", "schemas", "schema-id", "current-schema-id", "remove-schemas");
 }
 
@@ -776,6 +771,7 @@ json_t *fl_iceberg_apply_updates(json_t *base, json_t *updates, const char *prev
     finish(&u, base_updated, prev_location);
 out:
     ice_idmap_free(&u.added);
+    ice_schema_set_reset(&u.schemas);
     if (e.status) {
         json_decref(u.md);
         u.md = NULL;

@@ -13,6 +13,11 @@ typedef struct vupd {
     json_t *md;
     ice_err_t *e;
     json_int_t last_schema, last_version; /* -1 = none added in this commit */
+    ice_schema_set_t schemas;
+    /* add-view-version and set-current-view-version in O(1), built at first use:
+     * version content -> version-id, and "id" -> version */
+    json_t *by_content, *by_id;
+    json_int_t max_version;
 } vupd_t;
 
 static json_t *varr(json_t *md, const char *key)
@@ -30,16 +35,9 @@ static int v_add_schema(vupd_t *u, json_t *up)
     json_int_t next = 0, id = -1;
     json_t *s = ice_walk_schema(json_object_get(up, "schema"), false, ICE_MAX_FORMAT_VERSION, &next, NULL, u->e);
     if (!s) return u->e->status;
-    json_t *schemas = varr(u->md, "schemas"), *x;
-    size_t i;
-    json_array_foreach(schemas, i, x)
-        if (ice_same_schema(x, s)) { ice_get_int(x, "schema-id", &id); break; }
-    if (id < 0) {
-        id = ice_max_id(schemas, "schema-id", -1) + 1;
-        ice_set_int(s, "schema-id", id);
-        json_array_append(schemas, s);
-    }
+    int st = ice_schema_add(&u->schemas, varr(u->md, "schemas"), s, &id, u->e);
     json_decref(s);
+    if (st) return st;
     u->last_schema = id;
     return 0;
 }
@@ -93,29 +91,68 @@ static json_t *check_version(vupd_t *u, json_t *v)
     return c;
 }
 
-static bool same_version(json_t *a, json_t *b)
+/* A version's content as text, for reuse of an equal version (Java's ViewMetadata.Builder
+ * compares schema-id, representations, default-catalog and default-namespace).
+ * malloc'd; NULL on OOM. */
+static char *version_fingerprint(json_t *v)
 {
     static const char *const keys[] = { "schema-id", "representations", "default-catalog", "default-namespace" };
+    json_t *c = json_object();
     for (int k = 0; k < 4; k++) {
-        json_t *x = json_object_get(a, keys[k]), *y = json_object_get(b, keys[k]);
-        if (!x != !y || (x && !json_equal(x, y))) return false;
+        json_t *x = json_object_get(v, keys[k]);
+        if (x) json_object_set(c, keys[k], x);
     }
-    return true;
+    char *fp = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(c);
+    return fp;
+}
+
+static int index_version(vupd_t *u, json_t *v, json_int_t id)
+{
+    char key[32], *fp = version_fingerprint(v);
+    if (!fp) return ice_fail(u->e, 500, "out of memory");
+    if (!json_object_get(u->by_content, fp)) json_object_set_new(u->by_content, fp, json_integer(id));
+    free(fp);
+    snprintf(key, sizeof key, "%" JSON_INTEGER_FORMAT, id);
+    if (!json_object_get(u->by_id, key)) json_object_set(u->by_id, key, v);
+    if (id > u->max_version) u->max_version = id;
+    return 0;
+}
+
+static int index_versions(vupd_t *u, json_t *versions)
+{
+    json_t *x;
+    size_t i;
+    json_int_t id;
+    if (u->by_content) return 0;
+    u->by_content = json_object();
+    u->by_id = json_object();
+    u->max_version = 0;
+    json_array_foreach(versions, i, x)
+        if (ice_get_int(x, "version-id", &id) && index_version(u, x, id)) return u->e->status;
+    return 0;
 }
 
 static int v_add_version(vupd_t *u, json_t *up)
 {
-    json_t *v = check_version(u, json_object_get(up, "view-version")), *x;
+    json_t *v = check_version(u, json_object_get(up, "view-version"));
     json_int_t id = -1;
-    size_t i;
     if (!v) return u->e->status;
     json_t *versions = varr(u->md, "versions");
-    json_array_foreach(versions, i, x)
-        if (same_version(x, v)) { ice_get_int(x, "version-id", &id); break; }
-    if (id < 0) {
-        id = ice_max_id(versions, "version-id", 0) + 1;
+    char *fp = NULL;
+    if (index_versions(u, versions) || !(fp = version_fingerprint(v))) {
+        json_decref(v);
+        return u->e->status ? u->e->status : ice_fail(u->e, 500, "out of memory");
+    }
+    json_t *hit = json_object_get(u->by_content, fp);
+    free(fp);
+    if (hit) {
+        id = json_integer_value(hit);
+    } else {
+        id = u->max_version + 1;
         ice_set_int(v, "version-id", id);
         json_array_append(versions, v);
+        if (index_version(u, v, id)) { json_decref(v); return u->e->status; }
     }
     json_decref(v);
     u->last_version = id;
@@ -131,7 +168,10 @@ static int v_set_current_version(vupd_t *u, json_t *up)
         if (u->last_version < 0) return ice_fail(u->e, 400, "Cannot set last version: no view version has been added");
         id = u->last_version;
     }
-    json_t *v = ice_find_by_id(json_object_get(u->md, "versions"), "version-id", id);
+    char key[32];
+    snprintf(key, sizeof key, "%" JSON_INTEGER_FORMAT, id);
+    if (index_versions(u, varr(u->md, "versions"))) return u->e->status;
+    json_t *v = json_object_get(u->by_id, key);
     if (!v) return ice_fail(u->e, 400, "Cannot set current version to unknown version: %" JSON_INTEGER_FORMAT, id);
     ice_get_int(u->md, "current-version-id", &cur);
     if (cur == id) return 0;
@@ -278,6 +318,9 @@ static json_t *apply_view(json_t *base, json_t *updates, ice_err_t *e)
         }
         if (vactions[k].fn(&u, up)) break;
     }
+    ice_schema_set_reset(&u.schemas);
+    json_decref(u.by_content);
+    json_decref(u.by_id);
     if (e->status) {
         json_decref(u.md);
         return NULL;

@@ -100,11 +100,19 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
                                const char *prefix, const char *after_ns, const char *after_name,
                                int max, fl_table_t **out, size_t *n, bool *more);
 
-/* One pointer move: if the table's version_token equals expect_token (NULL = don't check),
- * set metadata_location and a new version_token (written to new_token_out, 40 bytes).
+/* Destructive and pointer-moving calls name a table by (bucket, ns, name) and
+ * may pin the row the caller checked: expect_id (NULL = don't check) must be the
+ * id of the row that has that name now, else FL_ERR_NOT_FOUND (the table was
+ * renamed or dropped and the name may belong to another one); expect_token (NULL
+ * = don't check) its version_token, else FL_ERR_CONFLICT. The check and the
+ * write are one transaction. */
+
+/* One pointer move: if the table's version_token equals expect_token, set
+ * metadata_location and a new version_token (written to new_token_out, 40 bytes).
  * FL_ERR_CONFLICT on a token mismatch, FL_ERR_NOT_FOUND if the table is gone. */
 typedef struct fl_table_swap {
     const char *bucket, *ns, *name;
+    const char *expect_id;
     const char *expect_token;
     const char *new_location;
     const char *modified_by;
@@ -114,13 +122,14 @@ typedef struct fl_table_swap {
  * new_token_out is "". modified_by NULL keeps the previous one. */
 fl_err_t fl_catalog_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n);
 
-/* Renames/moves (new namespace must exist). expect_token as above. FL_ERR_EXISTS, FL_ERR_NOT_FOUND,
- * FL_ERR_CONFLICT. */
+/* Renames/moves (new namespace must exist). expect_id, expect_token as above. FL_ERR_EXISTS,
+ * FL_ERR_NOT_FOUND, FL_ERR_CONFLICT. */
 fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
-                                 const char *new_ns, const char *new_name, const char *expect_token);
-/* Deletes the row (and its attached documents). expect_token as above. */
-fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                 const char *new_ns, const char *new_name, const char *expect_id,
                                  const char *expect_token);
+/* Deletes the row (and its attached documents). expect_id, expect_token as above. */
+fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                 const char *expect_id, const char *expect_token);
 
 /* ---- attached documents: (resource ARN, kind) -> JSON text ----
  * kinds: "policy", "maintenance:icebergCompaction", "maintenance:icebergSnapshotManagement",

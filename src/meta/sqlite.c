@@ -124,7 +124,7 @@ static const char *const st_sql[ST_COUNT] = {
     [ST_T_LISTN_GT] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1"
                       " AND (namespace, name) > (?2, ?3) AND name >= ?8 AND name < ?6" KIND_OK
                       " ORDER BY namespace, name LIMIT ?7",
-    [ST_T_TOKEN] = "SELECT version_token, arn FROM tables"
+    [ST_T_TOKEN] = "SELECT version_token, arn, id FROM tables"
                    " WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
     [ST_T_SWAP] = "UPDATE tables SET metadata_location = ?4, version_token = ?5,"
                   " modified_ms = ?6, modified_by = coalesce(?7, modified_by)"
@@ -844,11 +844,13 @@ out:
     return err;
 }
 
-/* Inside a write transaction: checks that the table exists (FL_ERR_NOT_FOUND)
- * and that its token equals expect (NULL = any; FL_ERR_CONFLICT); arn_out
- * (FL_ARN_MAX, may be NULL) gets its ARN. */
+/* Inside a write transaction: checks that the table exists under this name and
+ * is the one with id expect_id (NULL = any; another id is FL_ERR_NOT_FOUND: the
+ * table the caller looked at was renamed or dropped, and the name now belongs to
+ * another), and that its token equals expect (NULL = any; FL_ERR_CONFLICT);
+ * arn_out (FL_ARN_MAX, may be NULL) gets its ARN. */
 static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, const char *name,
-                            const char *expect, char *arn_out)
+                            const char *expect_id, const char *expect, char *arn_out)
 {
     sqlite3_stmt *st = k->st[ST_T_TOKEN];
     bind_str(st, 1, bucket);
@@ -856,8 +858,9 @@ static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, co
     bind_str(st, 3, name);
     fl_err_t err = step_row(k, st, "table token");
     if (!err) {
-        const unsigned char *tok = sqlite3_column_text(st, 0);
-        if (expect && (!tok || strcmp((const char *)tok, expect) != 0)) err = FL_ERR_CONFLICT;
+        const unsigned char *tok = sqlite3_column_text(st, 0), *id = sqlite3_column_text(st, 2);
+        if (expect_id && (!id || strcmp((const char *)id, expect_id) != 0)) err = FL_ERR_NOT_FOUND;
+        else if (expect && (!tok || strcmp((const char *)tok, expect) != 0)) err = FL_ERR_CONFLICT;
         if (arn_out) col_copy(st, 1, arn_out, FL_ARN_MAX);
     }
     sqlite3_reset(st);
@@ -873,7 +876,7 @@ fl_err_t fl_catalog_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n
     if ((err = tx_begin(c, k))) goto out;
     for (size_t i = 0; i < n; i++) {
         fl_table_swap_t *s = &swaps[i];
-        if ((err = token_check(k, s->bucket, s->ns, s->name, s->expect_token, NULL))) goto out;
+        if ((err = token_check(k, s->bucket, s->ns, s->name, s->expect_id, s->expect_token, NULL))) goto out;
         new_token(s->new_token_out);
         sqlite3_stmt *st = k->st[ST_T_SWAP];
         bind_str(st, 1, s->bucket);
@@ -894,17 +897,18 @@ out:
 }
 
 fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
-                                 const char *new_ns, const char *new_name, const char *expect_token)
+                                 const char *new_ns, const char *new_name, const char *expect_id,
+                                 const char *expect_token)
 {
     fl_conn_t *k = conn_get(c);
     fl_err_t err = FL_ERR_IO;
     char tok[40];
     if (!k) return err;
     if ((err = tx_begin(c, k))) goto out;
-    if ((err = token_check(k, bucket, ns, name, expect_token, NULL))) goto out;
+    if ((err = token_check(k, bucket, ns, name, expect_id, expect_token, NULL))) goto out;
     if ((err = ns_check(k, bucket, new_ns))) goto out;
     if (strcmp(ns, new_ns) != 0 || strcmp(name, new_name) != 0) {
-        err = token_check(k, bucket, new_ns, new_name, NULL, NULL);
+        err = token_check(k, bucket, new_ns, new_name, NULL, NULL, NULL);
         if (err == FL_OK) { err = FL_ERR_EXISTS; goto out; }
         if (err != FL_ERR_NOT_FOUND) goto out;
     }
@@ -925,14 +929,14 @@ out:
 }
 
 fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
-                                 const char *expect_token)
+                                 const char *expect_id, const char *expect_token)
 {
     fl_conn_t *k = conn_get(c);
     fl_err_t err = FL_ERR_IO;
     char arn[FL_ARN_MAX];
     if (!k) return err;
     if ((err = tx_begin(c, k))) goto out;
-    if ((err = token_check(k, bucket, ns, name, expect_token, arn))) goto out;
+    if ((err = token_check(k, bucket, ns, name, expect_id, expect_token, arn))) goto out;
     sqlite3_stmt *st = k->st[ST_T_DEL];
     bind_str(st, 1, bucket);
     bind_str(st, 2, ns);

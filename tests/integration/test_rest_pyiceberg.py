@@ -144,7 +144,50 @@ def test_multilevel_namespace_rejected(raw_rest):
     r = raw_rest.request("POST", raw_rest.p("namespaces"), {"namespace": ["a", "b"]})
     assert_rest_error(r, 400)
     r = raw_rest.request("GET", raw_rest.p("namespaces/a%1Fb"))
-    assert_rest_error(r, 400)
+    assert_rest_error(r, 404, "NoSuchNamespaceException")
+
+
+def test_multilevel_lookups_are_not_found(rest_catalog, namespace, raw_rest):
+    """Spark SQL's metadata tables (SELECT * FROM cat.ns.t.snapshots) load table
+    "snapshots" of namespace ["ns", "t"] first and fall back on 404 NoSuchTableException;
+    every lookup under a multi-level namespace is a 404 of its kind, not a 400."""
+    rest_catalog.create_table((namespace, "t"), SCHEMA)
+    ml = "%s%%1Ft" % namespace
+    for method, tail, typ in [
+            ("GET", "namespaces/%s/tables/snapshots" % ml, "NoSuchTableException"),
+            ("HEAD", "namespaces/%s/tables/history" % ml, None),
+            ("POST", "namespaces/%s/tables/files" % ml, "NoSuchTableException"),
+            ("DELETE", "namespaces/%s/tables/files" % ml, "NoSuchTableException"),
+            ("GET", "namespaces/%s/views/v" % ml, "NoSuchViewException"),
+            ("GET", "namespaces/%s" % ml, "NoSuchNamespaceException"),
+            ("HEAD", "namespaces/%s" % ml, None),
+            ("DELETE", "namespaces/%s" % ml, "NoSuchNamespaceException"),
+            ("GET", "namespaces/%s/tables" % ml, "NoSuchNamespaceException"),
+            ("POST", "namespaces/%s/tables" % ml, "NoSuchNamespaceException")]:
+        body = {"requirements": [], "updates": []} if method == "POST" else None
+        if tail.endswith("/tables") and method == "POST":
+            body = {"name": "x", "schema": {"type": "struct", "fields": []}}
+        r = raw_rest.request(method, raw_rest.p(tail), body)
+        if method == "HEAD":
+            assert r.status_code == 404, (tail, r.status_code)
+        else:
+            assert_rest_error(r, 404, typ)
+    ident = {"namespace": [namespace, "t"], "name": "snapshots"}
+    r = raw_rest.request("POST", raw_rest.p("tables/rename"),
+                         {"source": ident, "destination": {"namespace": [namespace], "name": "u"}})
+    assert_rest_error(r, 404, "NoSuchTableException")
+    r = raw_rest.request("POST", raw_rest.p("tables/rename"),
+                         {"source": {"namespace": [namespace], "name": "t"}, "destination": ident})
+    assert_rest_error(r, 404, "NoSuchNamespaceException")
+    r = raw_rest.request("POST", raw_rest.p("transactions/commit"),
+                         {"table-changes": [{"identifier": ident, "requirements": [], "updates": []}]})
+    assert_rest_error(r, 404, "NoSuchTableException")
+    # PyIceberg: a missing table, not a bad request
+    from pyiceberg.exceptions import NoSuchTableError
+    assert not rest_catalog.table_exists((namespace, "t", "snapshots"))
+    with pytest.raises(NoSuchTableError):
+        rest_catalog.load_table((namespace, "t", "snapshots"))
+    assert rest_catalog.table_exists((namespace, "t"))
 
 
 # ------------------------------------------------------------------ tables through PyIceberg

@@ -35,13 +35,8 @@ CAT = "floe"
 CAT_OSS = "floe_oss"
 
 # Metadata tables resolve `ns.t.snapshots` as table `snapshots` in namespace `ns.t` first and fall
-# back to a metadata table only on 404 NoSuchTableException; floe answers that lookup 400.
-try:
-    from py4j.protocol import Py4JJavaError as _SPARK_ERROR
-except ImportError:  # no pyspark: the spark fixture fails with the reason
-    _SPARK_ERROR = Exception
+# back to a metadata table only on 404 NoSuchTableException (issue 9 item 10: floe answered 400).
 pytestmark = pytest.mark.timeout(600)  # the first test's set-up may fetch the jars and starts Spark
-ITEM10 = pytest.mark.xfail(strict=False, raises=_SPARK_ERROR, reason="issue 9 item 10: fixed on branch cat")
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 BASE = dt.datetime(2024, 5, 1, tzinfo=dt.timezone.utc)
@@ -327,7 +322,6 @@ def meta_table(spark, ns, pycat):
     return ident, pycat.load_table("%s.meta" % ns)
 
 
-@ITEM10
 def test_metadata_snapshots(spark, meta_table):
     ident, t = meta_table
     got = [(r[0], r[1], r[2]) for r in sql(spark, "SELECT snapshot_id, parent_id, operation FROM %s.snapshots "
@@ -335,7 +329,6 @@ def test_metadata_snapshots(spark, meta_table):
     assert got == [(s.snapshot_id, s.parent_snapshot_id, s.summary.operation.value) for s in t.metadata.snapshots]
 
 
-@ITEM10
 def test_metadata_history(spark, meta_table):
     ident, t = meta_table
     got = [(r[0], r[1]) for r in sql(spark, "SELECT snapshot_id, is_current_ancestor FROM %s.history "
@@ -343,7 +336,6 @@ def test_metadata_history(spark, meta_table):
     assert got == [(h.snapshot_id, True) for h in t.metadata.snapshot_log]
 
 
-@ITEM10
 def test_metadata_files(spark, meta_table):
     ident, t = meta_table
     got = sorted((r[0], r[1]) for r in sql(spark, "SELECT file_path, record_count FROM %s.files" % ident))
@@ -351,7 +343,6 @@ def test_metadata_files(spark, meta_table):
     assert got == want and sum(n for _, n in got) == 40
 
 
-@ITEM10
 def test_metadata_manifests(spark, meta_table):
     ident, t = meta_table
     got = sorted(r[0] for r in sql(spark, "SELECT path FROM %s.manifests" % ident))

@@ -164,10 +164,10 @@ FL_TEST(catalog_ns_crud)
     /* not empty while a table or a view remains */
     CHECK_EQ(mk_table(c, "bkt", "ns1", "t1", "table", NULL), FL_OK);
     CHECK_EQ(fl_catalog_ns_delete(c, "bkt", "ns1"), FL_ERR_NOT_EMPTY);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL), FL_OK);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL, NULL), FL_OK);
     CHECK_EQ(mk_table(c, "bkt", "ns1", "v1", "view", NULL), FL_OK);
     CHECK_EQ(fl_catalog_ns_delete(c, "bkt", "ns1"), FL_ERR_NOT_EMPTY);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "v1", NULL), FL_OK);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "v1", NULL, NULL), FL_OK);
     CHECK_EQ(fl_catalog_ns_delete(c, "bkt", "ns1"), FL_OK);
     CHECK_EQ(fl_catalog_ns_delete(c, "bkt", "ns1"), FL_ERR_NOT_FOUND);
     CHECK_EQ(fl_catalog_ns_get(c, "bkt", "ns1", &g), FL_ERR_NOT_FOUND);
@@ -249,12 +249,12 @@ FL_TEST(catalog_table_crud)
     CHECK_EQ(fl_catalog_doc_put(c, t.arn, "maintenance:icebergCompaction", "{\"status\":\"enabled\"}"),
              FL_OK);
     CHECK_EQ(fl_catalog_doc_put(c, v.arn, "policy", "{\"v\":1}"), FL_OK);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", v.version_token), FL_ERR_CONFLICT);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL, v.version_token), FL_ERR_CONFLICT);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "ns1", "t1", &g), FL_OK);
     char *j = NULL;
     CHECK_EQ(fl_catalog_doc_get(c, t.arn, "policy", &j), FL_OK);
     free(j);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", t.version_token), FL_OK);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL, t.version_token), FL_OK);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "ns1", "t1", &g), FL_ERR_NOT_FOUND);
     CHECK_EQ(fl_catalog_table_get_by_arn(c, t.arn, &g), FL_ERR_NOT_FOUND);
     CHECK_EQ(fl_catalog_doc_get(c, t.arn, "policy", &j), FL_ERR_NOT_FOUND);
@@ -262,8 +262,8 @@ FL_TEST(catalog_table_crud)
     CHECK_EQ(fl_catalog_doc_get(c, v.arn, "policy", &j), FL_OK);
     CHECK_STR(j, "{\"v\":1}");
     free(j);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL), FL_ERR_NOT_FOUND);
-    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "v1", NULL), FL_OK);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "t1", NULL, NULL), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_table_delete(c, "bkt", "ns1", "v1", NULL, NULL), FL_OK);
     /* a re-created table gets a new id and ARN */
     fl_table_t t2;
     CHECK_EQ(mk_table(c, "bkt", "ns1", "t1", NULL, &t2), FL_OK);
@@ -671,16 +671,16 @@ FL_TEST(catalog_rename)
     REQUIRE(mk_table(c, "bkt", "dst", "aview", "view", NULL) == FL_OK);
     REQUIRE(fl_catalog_doc_put(c, t.arn, "policy", "{\"p\":1}") == FL_OK);
 
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "nope", "dst", "x", NULL), FL_ERR_NOT_FOUND);
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "nons", "x", NULL), FL_ERR_NOT_FOUND);
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "taken", NULL), FL_ERR_EXISTS);
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "aview", NULL), FL_ERR_EXISTS);
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "moved",
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "nope", "dst", "x", NULL, NULL), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "nons", "x", NULL, NULL), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "taken", NULL, NULL), FL_ERR_EXISTS);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "aview", NULL, NULL), FL_ERR_EXISTS);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "moved", NULL,
                                      "00000000000000000000000000000000"), FL_ERR_CONFLICT);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "src", "t", &g), FL_OK);
     CHECK_STR(g.version_token, t.version_token);
 
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "moved", t.version_token), FL_OK);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "src", "t", "dst", "moved", NULL, t.version_token), FL_OK);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "src", "t", &g), FL_ERR_NOT_FOUND);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "dst", "moved", &g), FL_OK);
     CHECK_STR(g.id, t.id);
@@ -700,7 +700,7 @@ FL_TEST(catalog_rename)
     /* renaming onto itself only moves the token */
     char tok[40];
     memcpy(tok, g.version_token, 40);
-    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "dst", "moved", "dst", "moved", tok), FL_OK);
+    CHECK_EQ(fl_catalog_table_rename(c, "bkt", "dst", "moved", "dst", "moved", NULL, tok), FL_OK);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "dst", "moved", &g), FL_OK);
     CHECK(strcmp(g.version_token, tok) != 0);
     fl_catalog_close(c);

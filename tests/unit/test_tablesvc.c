@@ -46,3 +46,60 @@ FL_TEST(tablesvc_sweeps_unowned_warehouses_only)
     fl_catalog_close(cat);
     fl_store_close(store);
 }
+
+/* dropTable / DeleteTable read the row, then drop: a rename x -> y and a new x in
+ * between must neither delete the new x nor purge y's warehouse. Rename and pointer
+ * swaps of the stale row fail the same way. */
+FL_TEST(tablesvc_drop_acts_on_the_table_it_checked)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects", dir);
+    fl_store_t *store = fl_store_open(p);
+    snprintf(p, sizeof p, "%s/catalog.db", dir);
+    fl_catalog_t *cat = fl_catalog_open(p);
+    REQUIRE(store && cat);
+    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .region = "us-east-1", .account = "000000000000" };
+    fl_tbucket_t b = { .name = "lake" };
+    fl_arn_bucket(&cfg, "lake", b.arn);
+    REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
+    fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
+    REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
+    fl_namespace_free(&ns);
+    const char *why = NULL;
+    fl_table_t old_x, new_x, cur;
+    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "x", "tester", NULL, &old_x, &why) == FL_OK);
+    REQUIRE(put_small(store, old_x.warehouse + 5, "data/f.parquet") == FL_OK);
+
+    /* the drop has read old_x; meanwhile x -> y and a new x */
+    REQUIRE(fl_catalog_table_rename(cat, "lake", "ns", "x", "ns", "y", NULL, NULL) == FL_OK);
+    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "x", "tester", NULL, &new_x, &why) == FL_OK);
+
+    CHECK_EQ(fl_tablesvc_drop(&cfg, &old_x, true, NULL), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_tablesvc_drop(&cfg, &old_x, true, old_x.version_token), FL_ERR_NOT_FOUND);
+    REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "x", &cur) == FL_OK);
+    CHECK_STR(cur.id, new_x.id);
+    REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "y", &cur) == FL_OK);
+    CHECK_STR(cur.id, old_x.id);
+    fl_obj_t *o = NULL;
+    CHECK_EQ(fl_store_get(store, old_x.warehouse + 5, "data/f.parquet", 14, &o), FL_OK);
+    fl_obj_close(o);
+
+    /* rename and swap of the stale row: not found, nothing moves */
+    CHECK_EQ(fl_catalog_table_rename(cat, "lake", "ns", "x", "ns", "z", old_x.id, NULL), FL_ERR_NOT_FOUND);
+    fl_table_swap_t sw = { .bucket = "lake", .ns = "ns", .name = "x", .expect_id = old_x.id,
+                           .new_location = "s3://elsewhere/m.metadata.json" };
+    CHECK_EQ(fl_catalog_table_swap(cat, &sw, 1), FL_ERR_NOT_FOUND);
+    REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "x", &cur) == FL_OK);
+    CHECK_STR(cur.id, new_x.id);
+    CHECK_STR(cur.metadata_location, "");
+
+    /* the row as it is now (y, same id) drops and purges its own warehouse only */
+    REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "y", &cur) == FL_OK);
+    CHECK_EQ(fl_tablesvc_drop(&cfg, &cur, true, NULL), FL_OK);
+    fl_bucket_info_t bi;
+    CHECK_EQ(fl_store_bucket_head(store, old_x.warehouse + 5, &bi), FL_ERR_NO_BUCKET);
+    CHECK_EQ(fl_store_bucket_head(store, new_x.warehouse + 5, &bi), FL_OK);
+    fl_catalog_close(cat);
+    fl_store_close(store);
+}
