@@ -9,6 +9,9 @@
 #define FL_HTTP_READ_TIMEOUT_MS    30000          /* no byte for this long mid-request */
 #define FL_HTTP_HEAD_TIMEOUT_MS    30000          /* whole request head must arrive within */
 #define FL_HTTP_MAX_CONNECTIONS    1024
+#define FL_HTTP_BODY_GRACE_MS      10000          /* a body may arrive at any pace for this long ... */
+#define FL_HTTP_BODY_MIN_RATE      (32 * 1024)    /* ... then must average this many bytes/s (deadline
+                                                   * for L bytes: GRACE + L / RATE from the first read) */
 #define FL_HTTP_MAX_CHUNK_LINE     4096           /* chunk-size line incl. extensions */
 #define FL_HTTP_MAX_TRAILER_BYTES  (16 * 1024)
 #define FL_HTTP_WRITE_TIMEOUT_MS   30000          /* no send progress for this long */

@@ -9,7 +9,9 @@
  *
  * Sockets are non-blocking; every wait is a poll() with a deadline: idle
  * keep-alive (FL_HTTP_IDLE_TIMEOUT_MS), the whole head (FL_HTTP_HEAD_TIMEOUT_MS),
- * body bytes (FL_HTTP_READ_TIMEOUT_MS) and send progress (FL_HTTP_WRITE_TIMEOUT_MS).
+ * body bytes (FL_HTTP_READ_TIMEOUT_MS between bytes, and a total of
+ * FL_HTTP_BODY_GRACE_MS + length / FL_HTTP_BODY_MIN_RATE) and send progress
+ * (FL_HTTP_WRITE_TIMEOUT_MS).
  *
  * Per connection one allocation holds the read buffer, the parsed request and
  * the handler's response headers, so a request allocates nothing. Response
@@ -425,6 +427,7 @@ struct fl_http_conn {
     int64_t body_left;           /* BODY_LENGTH: bytes still to read */
     int64_t body_consumed;       /* decoded bytes delivered */
     uint64_t body_raw;           /* raw body bytes consumed off the socket */
+    int64_t body_t0;             /* first body read (monotonic ms), 0 before */
     fl_chunked_t ch;
     bool body_done, body_broken;
     bool continue_pending;
@@ -792,6 +795,21 @@ static void send_error(fl_http_conn_t *c, int status, const char *code, const ch
 
 /* ---- request body ---- */
 
+/* Deadline of the next body read: FL_HTTP_READ_TIMEOUT_MS without a byte, and
+ * a total one that grows with the bytes received: the body may arrive at any
+ * pace for FL_HTTP_BODY_GRACE_MS from its first read, then must average
+ * FL_HTTP_BODY_MIN_RATE bytes/s (so L bytes have GRACE + L / RATE in all). */
+static int64_t body_deadline(fl_http_conn_t *c)
+{
+    int64_t now = fl_mono_ms();
+    if (!c->body_t0) c->body_t0 = now;
+    int64_t total = c->body_t0 + FL_HTTP_BODY_GRACE_MS +
+                    (int64_t)(c->body_raw / FL_HTTP_BODY_MIN_RATE * 1000 +
+                              c->body_raw % FL_HTTP_BODY_MIN_RATE * 1000 / FL_HTTP_BODY_MIN_RATE);
+    int64_t idle = now + FL_HTTP_READ_TIMEOUT_MS;
+    return total < idle ? total : idle;
+}
+
 /* Next run of decoded body bytes, in place in the read buffer (at most max).
  * Returns bytes (> 0), 0 at the end, or a negative fl_err_t. */
 static ssize_t body_next(fl_http_conn_t *c, const char **p, size_t max)
@@ -826,7 +844,7 @@ static ssize_t body_next(fl_http_conn_t *c, const char **p, size_t max)
             if (c->body_done) { ret = 0; goto out; }
             continue;
         }
-        ssize_t r = fill(c, fl_mono_ms() + FL_HTTP_READ_TIMEOUT_MS);
+        ssize_t r = fill(c, body_deadline(c));
         if (r < 0) { ret = r == FL_ERR_CLOSED ? FL_ERR_INCOMPLETE : r; goto out; }
     }
 out:
@@ -863,7 +881,7 @@ ssize_t fl_http_body_read(fl_http_conn_t *c, void *buf, size_t cap)
     if (c->body_mode == BODY_LENGTH && !c->body_done && !c->body_broken &&
         c->rstart == c->rend && cap >= DIRECT_READ_MIN) {
         size_t n = (int64_t)cap > c->body_left ? (size_t)c->body_left : cap;
-        ssize_t r = recv_some(c, buf, n, fl_mono_ms() + FL_HTTP_READ_TIMEOUT_MS);
+        ssize_t r = recv_some(c, buf, n, body_deadline(c));
         if (r < 0) {
             c->body_broken = c->close_after = true;
             return r == FL_ERR_CLOSED ? FL_ERR_INCOMPLETE : r;
@@ -1009,6 +1027,7 @@ static void reset_request(fl_http_conn_t *c)
     c->is_head = false;
     c->body_mode = BODY_NONE;
     c->body_left = c->body_consumed = 0;
+    c->body_t0 = 0;
     c->body_raw = 0;
     c->body_done = true;
     c->body_broken = c->continue_pending = c->draining = false;

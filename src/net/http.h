@@ -78,9 +78,12 @@ typedef struct fl_http_conn fl_http_conn_t;
 /* ---- for handlers (call only on the connection's own thread) ---- */
 
 /* Reads up to cap bytes of the decoded request body. Sends "100 Continue"
- * first if the client asked for it. Returns bytes read (> 0), 0 at the end of
- * the body, or a negative fl_err_t (FL_ERR_TIMEOUT, FL_ERR_CLOSED, FL_ERR_PROTO,
- * FL_ERR_INCOMPLETE). */
+ * first if the client asked for it (only here: a handler that answers without
+ * reading sends none, and the connection closes after its response). Returns
+ * bytes read (> 0), 0 at the end of the body, or a negative fl_err_t
+ * (FL_ERR_TIMEOUT: no byte for FL_HTTP_READ_TIMEOUT_MS, or the body fell behind
+ * its total deadline of FL_HTTP_BODY_GRACE_MS + bytes / FL_HTTP_BODY_MIN_RATE
+ * counted from the first read; FL_ERR_CLOSED, FL_ERR_PROTO, FL_ERR_INCOMPLETE). */
 ssize_t fl_http_body_read(fl_http_conn_t *c, void *buf, size_t cap);
 /* Total decoded body bytes read so far. */
 int64_t fl_http_body_consumed(const fl_http_conn_t *c);
