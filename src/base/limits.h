@@ -8,7 +8,14 @@
 #define FL_HTTP_IDLE_TIMEOUT_MS    60000          /* keep-alive idle */
 #define FL_HTTP_READ_TIMEOUT_MS    30000          /* no byte for this long mid-request */
 #define FL_HTTP_HEAD_TIMEOUT_MS    30000          /* whole request head must arrive within */
-#define FL_HTTP_MAX_CONNECTIONS    1024
+#define FL_HTTP_MAX_CONNECTIONS    8192           /* per server; lowered to fit RLIMIT_NOFILE */
+#define FL_HTTP_MAX_CONNS_PER_ADDR 512            /* per client address (IPv6: per /64) */
+#define FL_HTTP_MAX_ACTIVE_PER_ADDR 128           /* mid-request (threaded) per address; more wait */
+#define FL_HTTP_FD_RESERVE         1024           /* descriptors kept for files when sizing the cap */
+#define FL_HTTP_KEEPALIVE_LINGER_MS 20            /* a worker waits this long for the next request before parking */
+#define FL_HTTP_BODY_GRACE_MS      10000          /* a body may arrive at any pace for this long ... */
+#define FL_HTTP_BODY_MIN_RATE      (32 * 1024)    /* ... then must average this many bytes/s (deadline
+                                                   * for L bytes: GRACE + L / RATE from the first read) */
 #define FL_HTTP_MAX_CHUNK_LINE     4096           /* chunk-size line incl. extensions */
 #define FL_HTTP_MAX_TRAILER_BYTES  (16 * 1024)
 #define FL_HTTP_WRITE_TIMEOUT_MS   30000          /* no send progress for this long */

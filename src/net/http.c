@@ -1,15 +1,32 @@
 /* HTTP/1.1 server: a strict request-head parser, a chunked decoder, and a
- * thread-per-connection server (see the model in http.h).
+ * server that parks idle connections in a poller and serves requests on
+ * worker threads (see the model in http.h).
  *
- * Threads: one listener thread polls the listening socket and a wake pipe;
- * each accepted connection gets its own detached thread (256 KiB stack) that
- * loops over requests. Above max_connections the listener answers 503
- * (S3 "SlowDown", retried by SDKs) and closes, rather than letting clients
- * queue invisibly in the backlog behind idle keep-alive connections.
+ * Threads: one poller thread per server waits in epoll on the listening
+ * socket, a wake eventfd and every parked connection: a new one that has not
+ * sent a whole head yet, or a keep-alive one between requests. It accepts,
+ * reads head bytes without blocking and, once a whole head is buffered, puts
+ * the connection on the run queue. Workers (detached threads, 256 KiB stacks,
+ * started on demand, leaving after WORKER_IDLE_MS idle) take connections off
+ * the queue and run the request loop with blocking-style I/O; when no next
+ * head is buffered (after waiting FL_HTTP_KEEPALIVE_LINGER_MS on an idle
+ * connection, so a busy client does not pay a hand-off per request) the
+ * connection goes back to the poller. Idle and slow-head connections thus
+ * cost a buffer, not a thread.
+ *
+ * Caps: FL_HTTP_MAX_CONNS_PER_ADDR per client address (IPv6: per /64) and a
+ * total sized from RLIMIT_NOFILE. A newcomer over either cap takes the place of
+ * the oldest parked connection (of its own address, or of the address holding
+ * the most); only when none is parked does it get 503 SlowDown (retried by
+ * SDKs). At most FL_HTTP_MAX_ACTIVE_PER_ADDR connections of one address are
+ * mid-request on workers; further ready ones of that address wait their turn,
+ * so slow bodies from one address cannot take every thread.
  *
  * Sockets are non-blocking; every wait is a poll() with a deadline: idle
- * keep-alive (FL_HTTP_IDLE_TIMEOUT_MS), the whole head (FL_HTTP_HEAD_TIMEOUT_MS),
- * body bytes (FL_HTTP_READ_TIMEOUT_MS) and send progress (FL_HTTP_WRITE_TIMEOUT_MS).
+ * keep-alive (FL_HTTP_IDLE_TIMEOUT_MS) and the whole head
+ * (FL_HTTP_HEAD_TIMEOUT_MS) in the poller (1 s ticks), body bytes
+ * (FL_HTTP_READ_TIMEOUT_MS between bytes, and a total of FL_HTTP_BODY_GRACE_MS
+ * + length / FL_HTTP_BODY_MIN_RATE) and send progress (FL_HTTP_WRITE_TIMEOUT_MS).
  *
  * Per connection one allocation holds the read buffer, the parsed request and
  * the handler's response headers, so a request allocates nothing. Response
@@ -18,11 +35,18 @@
  * the next (pipelining). After the handler returns, an unread body of up to
  * FL_HTTP_DRAIN_MAX_BYTES is drained; more, or a 100-continue never granted,
  * closes the connection (after a short lingering read so the client sees the
- * response rather than a reset).
+ * response rather than a reset). "100 Continue" is sent only by the handler's
+ * first fl_http_body_read, so a request refused from its head never gets one.
  *
- * Stop: the listener is woken and joined; connections waiting idle are shut
- * down; in-flight requests get timeout_ms, then their sockets are shut down
- * too; stop returns when every connection thread has left. */
+ * Locking: one mutex per server guards the connection states and lists
+ * (parked, waiting per address, run queue); a parked connection belongs to
+ * the poller, a queued or active one to the worker that takes it. The poller
+ * frees connections it closes only after the current event batch.
+ *
+ * Stop: the poller is woken, closes the parked connections and exits; the
+ * listener is closed; in-flight requests (and those queued) get timeout_ms,
+ * then their sockets are shut down too; stop returns when every connection is
+ * closed and every worker has left. */
 #include "net/http.h"
 #include "net/metrics.h"
 #include "base/log.h"
@@ -31,6 +55,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -43,6 +68,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -392,17 +420,51 @@ long fl_chunked_feed(fl_chunked_t *d, const char *in, size_t inlen, const char *
 
 enum { BODY_NONE, BODY_LENGTH, BODY_CHUNKED };
 
+/* Where a connection is; every change happens under srv->mu. */
+enum {
+    ST_PARKED,   /* idle or head incomplete: in epoll, owned by the poller */
+    ST_WAITING,  /* head complete, its address at FL_HTTP_MAX_ACTIVE_PER_ADDR: in addr->waitq */
+    ST_QUEUED,   /* in the run queue, counted active */
+    ST_ACTIVE,   /* owned by a worker thread */
+    ST_DEAD,     /* closed by the poller; freed after the current event batch */
+};
+
+#define ADDR_BUCKETS 1024        /* power of two */
+#define WORKER_IDLE_MS 10000     /* an idle worker thread exits after this */
+#define POLLER_TICK_MS 1000      /* deadlines of parked connections are checked this often */
+
+typedef struct conn_list { fl_http_conn_t *head, *tail; } conn_list_t;
+
+/* Connections of one client address (an IPv4 address or an IPv6 /64). */
+typedef struct addr_ent {
+    struct addr_ent *hnext;
+    uint8_t key[16];
+    int nconns;                  /* all states */
+    int nactive;                 /* ST_QUEUED + ST_ACTIVE */
+    conn_list_t parked;          /* oldest first */
+    conn_list_t waitq;           /* ST_WAITING, first come first served */
+} addr_ent_t;
+
 struct fl_http_server {
     fl_http_server_cfg_t cfg;
     char *name;
     int lfd;
     int port;
-    int wake[2];                 /* pipe: wakes the listener on stop */
-    pthread_t listener;
+    int ep;                      /* epoll: listener, wake eventfd, parked connections */
+    int wake;                    /* eventfd: wakes the poller on stop */
+    pthread_t poller;
+    int max_conns;               /* total cap, sized from RLIMIT_NOFILE */
     pthread_mutex_t mu;
-    pthread_cond_t cv;           /* signalled when nconns drops */
-    int nconns;
+    pthread_cond_t cv;           /* signalled when nconns or nthreads drop */
+    pthread_cond_t work_cv;      /* run queue has work (or stopping) */
+    int nconns, nparked, nactive;
     fl_http_conn_t *conns;       /* live connections (under mu) */
+    addr_ent_t *addrs[ADDR_BUCKETS];
+    conn_list_t runq;
+    int runq_len;
+    int nthreads, nidle;         /* worker threads; of which waiting for work */
+    fl_http_conn_t *graveyard;   /* poller only: closed during this event batch */
+    pthread_attr_t thread_attr;
     atomic_bool stopping;
     fl_metrics_t *metrics;
 };
@@ -410,8 +472,15 @@ struct fl_http_server {
 struct fl_http_conn {
     fl_http_server_t *srv;
     fl_http_conn_t *prev, *next; /* server list, under srv->mu */
+    fl_http_conn_t *qprev, *qnext; /* the one conn_list it is on (per state), under srv->mu */
+    addr_ent_t *addr;
+    int state;
+    bool in_epoll;
     int fd;
-    atomic_bool idle;            /* waiting for a request: stop may shut it down */
+    int64_t idle_deadline;       /* parked without a byte: closed at this time */
+    int64_t head_deadline;       /* first byte of the head seen: 408 at this time; 0 none */
+    size_t scanned;              /* poller: head bytes already searched for the end */
+    bool head_expired;           /* the poller gave up waiting for the rest of the head */
     char peer[64];
     char rid[17];
     /* read buffer: bytes [rstart, rend) are unconsumed; [0, pin) holds the
@@ -425,6 +494,7 @@ struct fl_http_conn {
     int64_t body_left;           /* BODY_LENGTH: bytes still to read */
     int64_t body_consumed;       /* decoded bytes delivered */
     uint64_t body_raw;           /* raw body bytes consumed off the socket */
+    int64_t body_t0;             /* first body read (monotonic ms), 0 before */
     fl_chunked_t ch;
     bool body_done, body_broken;
     bool continue_pending;
@@ -792,6 +862,21 @@ static void send_error(fl_http_conn_t *c, int status, const char *code, const ch
 
 /* ---- request body ---- */
 
+/* Deadline of the next body read: FL_HTTP_READ_TIMEOUT_MS without a byte, and
+ * a total one that grows with the bytes received: the body may arrive at any
+ * pace for FL_HTTP_BODY_GRACE_MS from its first read, then must average
+ * FL_HTTP_BODY_MIN_RATE bytes/s (so L bytes have GRACE + L / RATE in all). */
+static int64_t body_deadline(fl_http_conn_t *c)
+{
+    int64_t now = fl_mono_ms();
+    if (!c->body_t0) c->body_t0 = now;
+    int64_t total = c->body_t0 + FL_HTTP_BODY_GRACE_MS +
+                    (int64_t)(c->body_raw / FL_HTTP_BODY_MIN_RATE * 1000 +
+                              c->body_raw % FL_HTTP_BODY_MIN_RATE * 1000 / FL_HTTP_BODY_MIN_RATE);
+    int64_t idle = now + FL_HTTP_READ_TIMEOUT_MS;
+    return total < idle ? total : idle;
+}
+
 /* Next run of decoded body bytes, in place in the read buffer (at most max).
  * Returns bytes (> 0), 0 at the end, or a negative fl_err_t. */
 static ssize_t body_next(fl_http_conn_t *c, const char **p, size_t max)
@@ -826,7 +911,7 @@ static ssize_t body_next(fl_http_conn_t *c, const char **p, size_t max)
             if (c->body_done) { ret = 0; goto out; }
             continue;
         }
-        ssize_t r = fill(c, fl_mono_ms() + FL_HTTP_READ_TIMEOUT_MS);
+        ssize_t r = fill(c, body_deadline(c));
         if (r < 0) { ret = r == FL_ERR_CLOSED ? FL_ERR_INCOMPLETE : r; goto out; }
     }
 out:
@@ -863,7 +948,7 @@ ssize_t fl_http_body_read(fl_http_conn_t *c, void *buf, size_t cap)
     if (c->body_mode == BODY_LENGTH && !c->body_done && !c->body_broken &&
         c->rstart == c->rend && cap >= DIRECT_READ_MIN) {
         size_t n = (int64_t)cap > c->body_left ? (size_t)c->body_left : cap;
-        ssize_t r = recv_some(c, buf, n, fl_mono_ms() + FL_HTTP_READ_TIMEOUT_MS);
+        ssize_t r = recv_some(c, buf, n, body_deadline(c));
         if (r < 0) {
             c->body_broken = c->close_after = true;
             return r == FL_ERR_CLOSED ? FL_ERR_INCOMPLETE : r;
@@ -1009,6 +1094,7 @@ static void reset_request(fl_http_conn_t *c)
     c->is_head = false;
     c->body_mode = BODY_NONE;
     c->body_left = c->body_consumed = 0;
+    c->body_t0 = 0;
     c->body_raw = 0;
     c->body_done = true;
     c->body_broken = c->continue_pending = c->draining = false;
@@ -1027,121 +1113,7 @@ static void reset_request(fl_http_conn_t *c)
     c->req.version_minor = 1;
 }
 
-/* Reads one request head. >0 head length; 0 the connection should close
- * quietly; <0 a status to answer before closing. */
-static int read_head(fl_http_conn_t *c)
-{
-    fl_http_server_t *s = c->srv;
-    size_t scanned = 0;
-    int64_t deadline = 0;
-    for (;;) {
-        size_t avail = c->rend - c->rstart;
-        if (avail) {
-            if (!deadline) deadline = fl_mono_ms() + FL_HTTP_HEAD_TIMEOUT_MS;
-            if (head_end_seen(c, &scanned) || avail >= FL_HTTP_MAX_HEAD_BYTES) {
-                int hl = fl_http_parse_head(c->rbuf + c->rstart, avail, &c->req);
-                if (hl < 0) return hl;
-                if (hl > 0 && c->rstart > 0 && RBUF_BYTES - (c->rstart + (size_t)hl) < BODY_ROOM_MIN) {
-                    /* keep room for body reads behind the pinned head: move and re-parse */
-                    memmove(c->rbuf, c->rbuf + c->rstart, avail);
-                    c->rend = avail;
-                    c->rstart = 0;
-                    hl = fl_http_parse_head(c->rbuf, avail, &c->req);
-                }
-                if (hl != 0) return hl;
-            }
-        } else {
-            /* idle between requests: stop may shut this socket down */
-            atomic_store(&c->idle, true);
-            if (atomic_load(&s->stopping)) return 0;
-            int w = wait_fd(c->fd, POLLIN, fl_mono_ms() + FL_HTTP_IDLE_TIMEOUT_MS);
-            atomic_store(&c->idle, false);
-            if (w <= 0) return 0;
-        }
-        ssize_t r = fill(c, deadline ? deadline : fl_mono_ms() + FL_HTTP_READ_TIMEOUT_MS);
-        if (r == FL_ERR_TIMEOUT) return c->rend > c->rstart ? -408 : 0;
-        if (r == FL_ERR_TOO_LARGE) return -431;
-        if (r < 0) return 0;
-    }
-}
-
-static void serve(fl_http_conn_t *c)
-{
-    fl_http_server_t *s = c->srv;
-    for (;;) {
-        reset_request(c);
-        int hl = read_head(c);
-        if (hl == 0) return;
-        int64_t t0 = mono_ns();
-        new_rid(c);
-        if (hl < 0) {
-            const char *code, *msg;
-            head_error(-hl, &code, &msg);
-            c->req.keep_alive = false;
-            c->close_after = true;
-            send_error(c, -hl, code, msg);
-            finish_request(c, t0);
-            lingering_close(c);
-            return;
-        }
-        c->head_len = (size_t)hl;
-        c->rstart += (size_t)hl;
-        c->pin = c->rstart;
-        fl_http_req_t *req = &c->req;
-        c->is_head = strcmp(req->method, "HEAD") == 0;
-        if (req->chunked) {
-            c->body_mode = BODY_CHUNKED;
-            fl_chunked_init(&c->ch);
-        } else if (req->content_length > 0) {
-            c->body_mode = BODY_LENGTH;
-            c->body_left = req->content_length;
-        }
-        c->body_done = c->body_mode == BODY_NONE;
-        c->continue_pending = req->expect_continue && !c->body_done;
-
-        if (s->cfg.max_body_bytes > 0 && req->content_length > s->cfg.max_body_bytes) {
-            c->close_after = true;
-            send_error(c, 413, "EntityTooLarge", "request body too large");
-        } else if (!builtin(c)) {
-            s->cfg.handler(c, req, s->cfg.ud);
-        }
-        if (!c->resp_started) {
-            fl_warn("http %s: handler sent no response for %s (id %s)", s->name, req->method, c->rid);
-            send_error(c, 500, "InternalError", "no response");
-        } else if (c->hdr_pending) {
-            flush_with(c, NULL, 0, 0);
-        }
-        bool keep = !c->closing && !c->resp_failed && c->resp_body_sent == c->resp_len;
-        bool unread = body_unread(c);
-        if (keep) keep = drain_body(c);
-        finish_request(c, t0);
-        if (!keep) {
-            if (unread && !c->resp_failed) lingering_close(c);
-            return;
-        }
-    }
-}
-
-static void *conn_main(void *arg)
-{
-    fl_http_conn_t *c = arg;
-    fl_http_server_t *s = c->srv;
-    int fd = c->fd;
-    serve(c);
-    pthread_mutex_lock(&s->mu);
-    if (c->prev) c->prev->next = c->next;
-    else s->conns = c->next;
-    if (c->next) c->next->prev = c->prev;
-    s->nconns--;
-    fl_metrics_conn_add(s->metrics, -1);
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu); /* s may be freed from here on */
-    close(fd);
-    free(c);
-    return NULL;
-}
-
-/* ---- listener ---- */
+/* ---- accepting ---- */
 
 static void format_peer(const struct sockaddr_storage *ss, char *out, size_t n)
 {
@@ -1179,27 +1151,433 @@ static void reject_busy(fl_http_server_t *s, int fd)
     fl_debug("http %s: connection cap reached, refused a connection", s->name);
 }
 
-static void *listener_main(void *arg)
+#define HEAD_PARK INT_MAX /* read_head: no complete head buffered; park the connection */
+
+/* Reads one request head from what is buffered, what the socket has right
+ * now and, on an idle connection, what arrives within
+ * FL_HTTP_KEEPALIVE_LINGER_MS. >0 head length; HEAD_PARK: hand the connection
+ * to the poller (idle connections and slow heads wait there, not on a
+ * thread); 0 the connection should close quietly; <0 a status to answer
+ * before closing. */
+static int read_head(fl_http_conn_t *c)
 {
-    fl_http_server_t *s = arg;
-    sigset_t ss;
-    sigemptyset(&ss);
-    sigaddset(&ss, SIGPIPE); /* sendfile has no MSG_NOSIGNAL; threads inherit this mask */
-    pthread_sigmask(SIG_BLOCK, &ss, NULL);
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, THREAD_STACK);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int max = s->cfg.max_connections > 0 ? s->cfg.max_connections : FL_HTTP_MAX_CONNECTIONS;
+    fl_http_server_t *s = c->srv;
+    size_t scanned = 0;
+    for (int round = 0;; round++) {
+        size_t avail = c->rend - c->rstart;
+        if (c->head_expired) return avail ? -408 : 0;
+        if (avail) {
+            int64_t now = fl_mono_ms();
+            if (!c->head_deadline) c->head_deadline = now + FL_HTTP_HEAD_TIMEOUT_MS;
+            if (head_end_seen(c, &scanned) || avail >= FL_HTTP_MAX_HEAD_BYTES) {
+                int hl = fl_http_parse_head(c->rbuf + c->rstart, avail, &c->req);
+                if (hl < 0) return hl;
+                if (hl > 0 && c->rstart > 0 && RBUF_BYTES - (c->rstart + (size_t)hl) < BODY_ROOM_MIN) {
+                    /* keep room for body reads behind the pinned head: move and re-parse */
+                    memmove(c->rbuf, c->rbuf + c->rstart, avail);
+                    c->rend = avail;
+                    c->rstart = 0;
+                    hl = fl_http_parse_head(c->rbuf, avail, &c->req);
+                }
+                if (hl != 0) return hl;
+            }
+            if (now >= c->head_deadline) return -408;
+        }
+        int64_t deadline;
+        if (round == 0) deadline = 0; /* only what the socket already holds */
+        else if (round == 1 && !avail && !atomic_load(&s->stopping))
+            deadline = fl_mono_ms() + FL_HTTP_KEEPALIVE_LINGER_MS;
+        else return HEAD_PARK;
+        ssize_t r = fill(c, deadline);
+        if (r == FL_ERR_TIMEOUT) continue;
+        if (r == FL_ERR_TOO_LARGE) return -431;
+        if (r < 0) return 0;
+        round = -1; /* bytes came: look again, then once more without waiting */
+    }
+}
+
+/* Serves requests on c until it closes (false) or waits for its next
+ * request (true: park it with the poller). Worker thread. */
+static bool serve(fl_http_conn_t *c)
+{
+    fl_http_server_t *s = c->srv;
     for (;;) {
-        struct pollfd p[2] = { { .fd = s->lfd, .events = POLLIN }, { .fd = s->wake[0], .events = POLLIN } };
-        if (poll(p, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            fl_error("http %s: poll: %s", s->name, strerror(errno));
+        reset_request(c);
+        int hl = read_head(c);
+        if (hl == HEAD_PARK) return true;
+        if (hl == 0) return false;
+        c->head_deadline = 0;
+        int64_t t0 = mono_ns();
+        new_rid(c);
+        if (hl < 0) {
+            const char *code, *msg;
+            head_error(-hl, &code, &msg);
+            c->req.keep_alive = false;
+            c->close_after = true;
+            send_error(c, -hl, code, msg);
+            finish_request(c, t0);
+            lingering_close(c);
+            return false;
+        }
+        c->head_len = (size_t)hl;
+        c->rstart += (size_t)hl;
+        c->pin = c->rstart;
+        fl_http_req_t *req = &c->req;
+        c->is_head = strcmp(req->method, "HEAD") == 0;
+        if (req->chunked) {
+            c->body_mode = BODY_CHUNKED;
+            fl_chunked_init(&c->ch);
+        } else if (req->content_length > 0) {
+            c->body_mode = BODY_LENGTH;
+            c->body_left = req->content_length;
+        }
+        c->body_done = c->body_mode == BODY_NONE;
+        c->continue_pending = req->expect_continue && !c->body_done;
+
+        if (s->cfg.max_body_bytes > 0 && req->content_length > s->cfg.max_body_bytes) {
+            c->close_after = true;
+            send_error(c, 413, "EntityTooLarge", "request body too large");
+        } else if (!builtin(c)) {
+            s->cfg.handler(c, req, s->cfg.ud);
+        }
+        if (!c->resp_started) {
+            fl_warn("http %s: handler sent no response for %s (id %s)", s->name, req->method, c->rid);
+            send_error(c, 500, "InternalError", "no response");
+        } else if (c->hdr_pending) {
+            flush_with(c, NULL, 0, 0);
+        }
+        bool keep = !c->closing && !c->resp_failed && c->resp_body_sent == c->resp_len;
+        bool unread = body_unread(c);
+        if (keep) keep = drain_body(c);
+        finish_request(c, t0);
+        if (!keep) {
+            if (unread && !c->resp_failed) lingering_close(c);
+            return false;
+        }
+    }
+}
+
+/* ---- connection bookkeeping (all under srv->mu) ---- */
+
+static __thread bool in_poller; /* frees are deferred to the end of the event batch */
+
+static void list_push(conn_list_t *l, fl_http_conn_t *c)
+{
+    c->qnext = NULL;
+    c->qprev = l->tail;
+    if (l->tail) l->tail->qnext = c;
+    else l->head = c;
+    l->tail = c;
+}
+
+static void list_del(conn_list_t *l, fl_http_conn_t *c)
+{
+    if (c->qprev) c->qprev->qnext = c->qnext;
+    else l->head = c->qnext;
+    if (c->qnext) c->qnext->qprev = c->qprev;
+    else l->tail = c->qprev;
+    c->qprev = c->qnext = NULL;
+}
+
+static fl_http_conn_t *list_pop(conn_list_t *l)
+{
+    fl_http_conn_t *c = l->head;
+    if (c) list_del(l, c);
+    return c;
+}
+
+/* IPv4 address, or the /64 of an IPv6 one (an IPv4-mapped one counts as IPv4). */
+static void addr_key(const struct sockaddr_storage *ss, uint8_t k[16])
+{
+    memset(k, 0, 16);
+    if (ss->ss_family == AF_INET) {
+        memcpy(k, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+        k[15] = 4;
+    } else if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_V4MAPPED(a)) {
+            memcpy(k, a->s6_addr + 12, 4);
+            k[15] = 4;
+        } else {
+            memcpy(k, a->s6_addr, 8);
+            k[15] = 6;
+        }
+    }
+}
+
+static unsigned addr_hash(const uint8_t k[16])
+{
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < 16; i++) h = (h ^ k[i]) * 16777619u;
+    return h & (ADDR_BUCKETS - 1);
+}
+
+static addr_ent_t *addr_get_locked(fl_http_server_t *s, const uint8_t k[16])
+{
+    addr_ent_t **b = &s->addrs[addr_hash(k)];
+    for (addr_ent_t *a = *b; a; a = a->hnext)
+        if (!memcmp(a->key, k, 16)) return a;
+    addr_ent_t *a = fl_calloc(1, sizeof *a);
+    memcpy(a->key, k, 16);
+    a->hnext = *b;
+    *b = a;
+    return a;
+}
+
+static void addr_put_locked(fl_http_server_t *s, addr_ent_t *a)
+{
+    if (a->nconns > 0) return;
+    for (addr_ent_t **pp = &s->addrs[addr_hash(a->key)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == a) {
+            *pp = a->hnext;
             break;
         }
-        if (p[1].revents) break;
-        if (!(p[0].revents & POLLIN)) continue;
+    free(a);
+}
+
+static void gauges_locked(fl_http_server_t *s)
+{
+    fl_metrics_conn_state(s->metrics, s->nparked, s->nactive);
+}
+
+static void *worker_main(void *arg);
+
+/* c (counted active) goes on the run queue; an idle worker is woken or a new
+ * one started. */
+static void runq_push_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    c->state = ST_QUEUED;
+    list_push(&s->runq, c);
+    s->runq_len++;
+    if (s->runq_len <= s->nidle) {
+        pthread_cond_signal(&s->work_cv);
+        return;
+    }
+    pthread_t t;
+    int e = pthread_create(&t, &s->thread_attr, worker_main, s);
+    if (!e) s->nthreads++;
+    else fl_warn("http %s: pthread_create: %s (%d workers take the queue)", s->name, strerror(e),
+                 s->nthreads);
+}
+
+/* A ready connection: to the run queue, or to its address's wait queue when
+ * that address already has FL_HTTP_MAX_ACTIVE_PER_ADDR requests in flight. */
+static void dispatch_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    addr_ent_t *a = c->addr;
+    if (a->nactive < FL_HTTP_MAX_ACTIVE_PER_ADDR) {
+        a->nactive++;
+        s->nactive++;
+        runq_push_locked(s, c);
+    } else {
+        c->state = ST_WAITING;
+        list_push(&a->waitq, c);
+    }
+}
+
+/* c stops counting as active; the first waiting connection of its address
+ * takes its place. */
+static void active_leave_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    addr_ent_t *a = c->addr;
+    a->nactive--;
+    s->nactive--;
+    fl_http_conn_t *w = list_pop(&a->waitq);
+    if (w) {
+        a->nactive++;
+        s->nactive++;
+        runq_push_locked(s, w);
+    }
+}
+
+/* Closes c in any state but ST_DEAD. From the poller, c is freed after the
+ * event batch (an event for it may still be pending); elsewhere at once. */
+static void conn_close_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    addr_ent_t *a = c->addr;
+    switch (c->state) {
+    case ST_PARKED: list_del(&a->parked, c); s->nparked--; break;
+    case ST_WAITING: list_del(&a->waitq, c); break;
+    case ST_QUEUED: list_del(&s->runq, c); s->runq_len--; active_leave_locked(s, c); break;
+    case ST_ACTIVE: active_leave_locked(s, c); break;
+    default: break;
+    }
+    if (c->prev) c->prev->next = c->next;
+    else s->conns = c->next;
+    if (c->next) c->next->prev = c->prev;
+    s->nconns--;
+    fl_metrics_conn_add(s->metrics, -1);
+    a->nconns--;
+    addr_put_locked(s, a);
+    if (c->in_epoll) epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+    close(c->fd);
+    c->state = ST_DEAD;
+    if (in_poller) {
+        c->qnext = s->graveyard;
+        s->graveyard = c;
+    } else {
+        free(c);
+    }
+    gauges_locked(s);
+    pthread_cond_broadcast(&s->cv);
+}
+
+/* Arms the one-shot read event of a parked connection. */
+static int arm_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT, .data.ptr = c };
+    if (epoll_ctl(s->ep, c->in_epoll ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+        fl_warn("http %s: epoll_ctl: %s", s->name, strerror(errno));
+        return -1;
+    }
+    c->in_epoll = true;
+    return 0;
+}
+
+/* Worker: c waits for its next request (or the rest of its head) in the poller. */
+static void park_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    active_leave_locked(s, c);
+    size_t avail = c->rend - c->rstart;
+    if (c->rstart) memmove(c->rbuf, c->rbuf + c->rstart, avail);
+    c->rstart = c->pin = 0;
+    c->rend = avail;
+    c->scanned = 0;
+    c->idle_deadline = fl_mono_ms() + FL_HTTP_IDLE_TIMEOUT_MS;
+    c->state = ST_PARKED;
+    list_push(&c->addr->parked, c);
+    s->nparked++;
+    if (atomic_load(&s->stopping) || arm_locked(s, c) < 0) conn_close_locked(s, c);
+    else gauges_locked(s);
+}
+
+static void *worker_main(void *arg)
+{
+    fl_http_server_t *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        fl_http_conn_t *c = list_pop(&s->runq);
+        if (c) {
+            s->runq_len--;
+            c->state = ST_ACTIVE;
+            gauges_locked(s);
+            pthread_mutex_unlock(&s->mu);
+            bool park = serve(c);
+            pthread_mutex_lock(&s->mu);
+            if (park) park_locked(s, c);
+            else conn_close_locked(s, c);
+            continue;
+        }
+        if (atomic_load(&s->stopping)) break;
+        struct timespec dl;
+        clock_gettime(CLOCK_MONOTONIC, &dl);
+        dl.tv_sec += WORKER_IDLE_MS / 1000;
+        s->nidle++;
+        int e = pthread_cond_timedwait(&s->work_cv, &s->mu, &dl);
+        s->nidle--;
+        if (e == ETIMEDOUT && !s->runq.head) break;
+    }
+    s->nthreads--;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu); /* s may be freed from here on */
+    return NULL;
+}
+
+/* ---- poller ---- */
+
+/* Reads what a parked connection holds. 1: a whole head (or more than a head
+ * may be) is buffered; 0: keep waiting; -1: closed or failed. */
+static int park_read(fl_http_conn_t *c)
+{
+    ssize_t r;
+    do r = recv(c->fd, c->rbuf + c->rend, RBUF_BYTES - c->rend, 0);
+    while (r < 0 && errno == EINTR);
+    if (r == 0) return -1;
+    if (r < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    c->rend += (size_t)r;
+    if (!c->head_deadline) c->head_deadline = fl_mono_ms() + FL_HTTP_HEAD_TIMEOUT_MS;
+    if (head_end_seen(c, &c->scanned) || c->rend - c->rstart >= FL_HTTP_MAX_HEAD_BYTES) return 1;
+    return 0;
+}
+
+/* A parked connection is readable (or was just accepted). */
+static void conn_event_locked(fl_http_server_t *s, fl_http_conn_t *c)
+{
+    if (c->state != ST_PARKED) return;
+    int r = park_read(c);
+    if (r == 0 && arm_locked(s, c) == 0) return;
+    if (r <= 0) {
+        conn_close_locked(s, c);
+        return;
+    }
+    list_del(&c->addr->parked, c);
+    s->nparked--;
+    dispatch_locked(s, c);
+    gauges_locked(s);
+}
+
+/* Closes the oldest parked connection of a to make room. */
+static bool evict_locked(fl_http_server_t *s, addr_ent_t *a)
+{
+    if (!a || !a->parked.head) return false;
+    fl_debug("http %s: evicting idle connection %s", s->name, a->parked.head->peer);
+    conn_close_locked(s, a->parked.head);
+    fl_metrics_conn_evicted(s->metrics);
+    return true;
+}
+
+/* The address holding the most connections that has a parked one. */
+static addr_ent_t *busiest_locked(fl_http_server_t *s)
+{
+    addr_ent_t *best = NULL;
+    for (int i = 0; i < ADDR_BUCKETS; i++)
+        for (addr_ent_t *a = s->addrs[i]; a; a = a->hnext)
+            if (a->parked.head && (!best || a->nconns > best->nconns)) best = a;
+    return best;
+}
+
+/* A new connection: within the caps (evicting a parked one if need be) it is
+ * parked, or dispatched at once if its head is already here; else 503. */
+static void admit(fl_http_server_t *s, int fd, const struct sockaddr_storage *sa)
+{
+    uint8_t key[16];
+    addr_key(sa, key);
+    pthread_mutex_lock(&s->mu);
+    addr_ent_t *a = addr_get_locked(s, key);
+    a->nconns++; /* reserved for the newcomer: a stays while its own are evicted */
+    bool ok = true;
+    if (a->nconns > FL_HTTP_MAX_CONNS_PER_ADDR) ok = evict_locked(s, a);
+    if (ok && s->nconns >= s->max_conns) ok = evict_locked(s, busiest_locked(s));
+    if (!ok) {
+        a->nconns--;
+        addr_put_locked(s, a);
+        pthread_mutex_unlock(&s->mu);
+        reject_busy(s, fd);
+        return;
+    }
+    fl_http_conn_t *c = fl_malloc(sizeof *c);
+    memset(c, 0, offsetof(fl_http_conn_t, pre));
+    c->srv = s;
+    c->fd = fd;
+    c->addr = a;
+    format_peer(sa, c->peer, sizeof c->peer);
+    c->next = s->conns;
+    if (s->conns) s->conns->prev = c;
+    s->conns = c;
+    s->nconns++;
+    fl_metrics_conn_add(s->metrics, 1);
+    c->idle_deadline = fl_mono_ms() + FL_HTTP_IDLE_TIMEOUT_MS;
+    c->state = ST_PARKED;
+    list_push(&a->parked, c);
+    s->nparked++;
+    conn_event_locked(s, c);
+    gauges_locked(s);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void accept_some(fl_http_server_t *s)
+{
+    for (int i = 0; i < 64; i++) {
         struct sockaddr_storage sa;
         socklen_t sl = sizeof sa;
         int fd = accept4(s->lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -1208,44 +1586,89 @@ static void *listener_main(void *arg)
                 fl_warn("http %s: accept: %s", s->name, strerror(errno));
                 usleep(10000);
             }
-            continue;
+            return;
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        pthread_mutex_lock(&s->mu);
-        bool full = s->nconns >= max;
-        pthread_mutex_unlock(&s->mu);
-        if (full) {
-            reject_busy(s, fd);
-            continue;
-        }
-        fl_http_conn_t *c = fl_malloc(sizeof *c);
-        memset(c, 0, offsetof(fl_http_conn_t, pre));
-        c->srv = s;
-        c->fd = fd;
-        format_peer(&sa, c->peer, sizeof c->peer);
-        pthread_mutex_lock(&s->mu);
-        c->next = s->conns;
-        if (s->conns) s->conns->prev = c;
-        s->conns = c;
-        s->nconns++;
-        fl_metrics_conn_add(s->metrics, 1);
-        pthread_t t;
-        int e = pthread_create(&t, &attr, conn_main, c);
-        if (e) {
-            s->conns = c->next;
-            if (c->next) c->next->prev = NULL;
-            s->nconns--;
-            fl_metrics_conn_add(s->metrics, -1);
-        }
-        pthread_mutex_unlock(&s->mu);
-        if (e) {
-            fl_warn("http %s: pthread_create: %s", s->name, strerror(e));
-            free(c);
-            reject_busy(s, fd);
+        admit(s, fd, &sa);
+    }
+}
+
+/* Idle deadlines close quietly; an overdue head goes to a worker for its 408. */
+static void expire_locked(fl_http_server_t *s)
+{
+    int64_t now = fl_mono_ms();
+    for (fl_http_conn_t *c = s->conns, *n; c; c = n) {
+        n = c->next;
+        if (c->state != ST_PARKED) continue;
+        if (c->rend > c->rstart) {
+            if (now < c->head_deadline) continue;
+            list_del(&c->addr->parked, c);
+            s->nparked--;
+            epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL); /* a worker owns it now */
+            c->in_epoll = false;
+            c->head_expired = true;
+            dispatch_locked(s, c);
+        } else if (now >= c->idle_deadline) {
+            conn_close_locked(s, c);
         }
     }
-    pthread_attr_destroy(&attr);
+    gauges_locked(s);
+}
+
+static void bury(fl_http_server_t *s)
+{
+    while (s->graveyard) {
+        fl_http_conn_t *c = s->graveyard;
+        s->graveyard = c->qnext;
+        free(c);
+    }
+}
+
+static void *poller_main(void *arg)
+{
+    fl_http_server_t *s = arg;
+    in_poller = true;
+    sigset_t ss;
+    sigemptyset(&ss);
+    sigaddset(&ss, SIGPIPE); /* sendfile has no MSG_NOSIGNAL; workers inherit this mask */
+    pthread_sigmask(SIG_BLOCK, &ss, NULL);
+    struct epoll_event evs[256];
+    int64_t next_tick = fl_mono_ms() + POLLER_TICK_MS;
+    while (!atomic_load(&s->stopping)) {
+        int64_t left = next_tick - fl_mono_ms();
+        int n = epoll_wait(s->ep, evs, 256, left > 0 ? (int)left : 0);
+        if (n < 0 && errno != EINTR) {
+            fl_error("http %s: epoll_wait: %s", s->name, strerror(errno));
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            void *p = evs[i].data.ptr;
+            if (p == s) continue; /* wake: the loop sees stopping */
+            if (!p) {
+                accept_some(s);
+                continue;
+            }
+            pthread_mutex_lock(&s->mu);
+            conn_event_locked(s, p);
+            pthread_mutex_unlock(&s->mu);
+        }
+        if (fl_mono_ms() >= next_tick) {
+            pthread_mutex_lock(&s->mu);
+            expire_locked(s);
+            pthread_mutex_unlock(&s->mu);
+            next_tick = fl_mono_ms() + POLLER_TICK_MS;
+        }
+        bury(s);
+    }
+    /* stopping: idle connections close now; the others finish their request */
+    pthread_mutex_lock(&s->mu);
+    for (fl_http_conn_t *c = s->conns, *n; c; c = n) {
+        n = c->next;
+        if (c->state == ST_PARKED) conn_close_locked(s, c);
+    }
+    pthread_mutex_unlock(&s->mu);
+    bury(s);
     return NULL;
 }
 
@@ -1291,6 +1714,24 @@ out:
     return fd;
 }
 
+/* Total connection cap: FL_HTTP_MAX_CONNECTIONS, or what half of the
+ * descriptors left after FL_HTTP_FD_RESERVE allow (serve raises the soft
+ * RLIMIT_NOFILE to the hard one before starting servers; two servers share it). */
+static int size_cap(const fl_http_server_cfg_t *cfg)
+{
+    if (cfg->max_connections > 0) return cfg->max_connections;
+    int max = FL_HTTP_MAX_CONNECTIONS;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+        long cur = (long)rl.rlim_cur;
+        long reserve = cur / 4 < FL_HTTP_FD_RESERVE ? cur / 4 : FL_HTTP_FD_RESERVE;
+        long fit = (cur - reserve) / 2;
+        if (fit < 16) fit = 16;
+        if (fit < max) max = (int)fit;
+    }
+    return max;
+}
+
 fl_http_server_t *fl_http_server_start(const fl_http_server_cfg_t *cfg)
 {
     fl_http_server_t *s = NULL;
@@ -1304,11 +1745,22 @@ fl_http_server_t *fl_http_server_start(const fl_http_server_cfg_t *cfg)
     s->name = fl_strdup(cfg->name ? cfg->name : "http");
     s->cfg.name = s->name;
     s->cfg.listen = NULL;
-    s->wake[0] = s->wake[1] = -1;
+    s->ep = s->wake = -1;
+    s->max_conns = size_cap(cfg);
     s->lfd = open_listener(cfg->listen, &s->port);
     if (s->lfd < 0) goto fail;
-    if (pipe2(s->wake, O_CLOEXEC) < 0) {
-        fl_error("http %s: pipe: %s", s->name, strerror(errno));
+    int fl = fcntl(s->lfd, F_GETFL);
+    if (fl < 0 || fcntl(s->lfd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        fl_error("http %s: fcntl: %s", s->name, strerror(errno));
+        goto fail;
+    }
+    s->ep = epoll_create1(EPOLL_CLOEXEC);
+    s->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    struct epoll_event lev = { .events = EPOLLIN, .data.ptr = NULL };
+    struct epoll_event wev = { .events = EPOLLIN, .data.ptr = s };
+    if (s->ep < 0 || s->wake < 0 || epoll_ctl(s->ep, EPOLL_CTL_ADD, s->lfd, &lev) < 0 ||
+        epoll_ctl(s->ep, EPOLL_CTL_ADD, s->wake, &wev) < 0) {
+        fl_error("http %s: epoll: %s", s->name, strerror(errno));
         goto fail;
     }
     pthread_mutex_init(&s->mu, NULL);
@@ -1316,21 +1768,29 @@ fl_http_server_t *fl_http_server_start(const fl_http_server_cfg_t *cfg)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->cv, &ca);
+    pthread_cond_init(&s->work_cv, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_attr_init(&s->thread_attr);
+    pthread_attr_setstacksize(&s->thread_attr, THREAD_STACK);
+    pthread_attr_setdetachstate(&s->thread_attr, PTHREAD_CREATE_DETACHED);
     s->metrics = fl_metrics_new(s->name);
-    int e = pthread_create(&s->listener, NULL, listener_main, s);
+    int e = pthread_create(&s->poller, NULL, poller_main, s);
     if (e) {
         fl_error("http %s: pthread_create: %s", s->name, strerror(e));
         fl_metrics_free(s->metrics);
+        pthread_attr_destroy(&s->thread_attr);
+        pthread_cond_destroy(&s->work_cv);
         pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);
         goto fail;
     }
-    fl_info("http %s: listening on %s (port %d)", s->name, cfg->listen, s->port);
+    fl_info("http %s: listening on %s (port %d, up to %d connections, %d per client address)",
+            s->name, cfg->listen, s->port, s->max_conns, FL_HTTP_MAX_CONNS_PER_ADDR);
     return s;
 fail:
     if (s->lfd >= 0) close(s->lfd);
-    if (s->wake[0] >= 0) close(s->wake[0]), close(s->wake[1]);
+    if (s->ep >= 0) close(s->ep);
+    if (s->wake >= 0) close(s->wake);
     free(s->name);
     free(s);
     return NULL;
@@ -1342,9 +1802,10 @@ void fl_http_server_stop(fl_http_server_t *s, int timeout_ms)
 {
     if (!s) return;
     atomic_store(&s->stopping, true);
+    uint64_t one = 1;
     ssize_t w;
-    do w = write(s->wake[1], "x", 1); while (w < 0 && errno == EINTR);
-    pthread_join(s->listener, NULL);
+    do w = write(s->wake, &one, sizeof one); while (w < 0 && errno == EINTR);
+    pthread_join(s->poller, NULL); /* it closed the parked connections */
     close(s->lfd);
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
@@ -1352,26 +1813,35 @@ void fl_http_server_stop(fl_http_server_t *s, int timeout_ms)
     dl.tv_sec += ns / 1000000000;
     dl.tv_nsec = ns % 1000000000;
     pthread_mutex_lock(&s->mu);
-    for (fl_http_conn_t *c = s->conns; c; c = c->next)
-        if (atomic_load(&c->idle)) shutdown(c->fd, SHUT_RD);
+    pthread_cond_broadcast(&s->work_cv);
     bool forced = false;
     while (s->nconns > 0) {
         if (!forced) {
             if (pthread_cond_timedwait(&s->cv, &s->mu, &dl) == ETIMEDOUT && s->nconns > 0) {
                 fl_warn("http %s: %d connections still busy after %d ms, shutting them down",
                         s->name, s->nconns, timeout_ms);
-                for (fl_http_conn_t *c = s->conns; c; c = c->next) shutdown(c->fd, SHUT_RDWR);
+                for (fl_http_conn_t *c = s->conns, *n; c; c = n) {
+                    n = c->next;
+                    if (c->state == ST_WAITING) conn_close_locked(s, c);
+                    else shutdown(c->fd, SHUT_RDWR);
+                }
                 forced = true;
             }
         } else {
             pthread_cond_wait(&s->cv, &s->mu);
         }
     }
+    while (s->nthreads > 0) {
+        pthread_cond_broadcast(&s->work_cv);
+        pthread_cond_wait(&s->cv, &s->mu);
+    }
     pthread_mutex_unlock(&s->mu);
+    pthread_attr_destroy(&s->thread_attr);
+    pthread_cond_destroy(&s->work_cv);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->mu);
-    close(s->wake[0]);
-    close(s->wake[1]);
+    close(s->ep);
+    close(s->wake);
     fl_metrics_free(s->metrics);
     fl_info("http %s: stopped", s->name);
     free(s->name);

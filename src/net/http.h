@@ -1,9 +1,13 @@
 /* HTTP/1.1 server.
  *
- * Model: one listener thread accepts; each connection is served by its own
- * thread with blocking I/O bounded by timeouts (base/limits.h), up to a cap of
- * concurrent connections. A handler runs on the connection's thread and may
- * block (file I/O, fsync, SQLite): that only holds its own connection.
+ * Model: a poller thread accepts and holds idle connections (new ones and
+ * keep-alive ones between requests, and heads still arriving) without a
+ * thread; once a whole request head is here, a worker thread serves the
+ * connection with blocking I/O bounded by timeouts (base/limits.h) until it
+ * is idle again. Connections are capped per client address and in total; a
+ * newcomer over a cap replaces the oldest idle connection, and only gets 503
+ * SlowDown when none is idle. A handler runs on a worker thread and may block
+ * (file I/O, fsync, SQLite): that only holds its own connection.
  * Request bodies are read incrementally by the handler (fl_http_body_read),
  * so an upload streams to disk; responses are written with Content-Length or
  * streamed with sendfile. Keep-alive, pipelining, Expect: 100-continue and
@@ -73,9 +77,12 @@ typedef struct fl_http_conn fl_http_conn_t;
 /* ---- for handlers (call only on the connection's own thread) ---- */
 
 /* Reads up to cap bytes of the decoded request body. Sends "100 Continue"
- * first if the client asked for it. Returns bytes read (> 0), 0 at the end of
- * the body, or a negative fl_err_t (FL_ERR_TIMEOUT, FL_ERR_CLOSED, FL_ERR_PROTO,
- * FL_ERR_INCOMPLETE). */
+ * first if the client asked for it (only here: a handler that answers without
+ * reading sends none, and the connection closes after its response). Returns
+ * bytes read (> 0), 0 at the end of the body, or a negative fl_err_t
+ * (FL_ERR_TIMEOUT: no byte for FL_HTTP_READ_TIMEOUT_MS, or the body fell behind
+ * its total deadline of FL_HTTP_BODY_GRACE_MS + bytes / FL_HTTP_BODY_MIN_RATE
+ * counted from the first read; FL_ERR_CLOSED, FL_ERR_PROTO, FL_ERR_INCOMPLETE). */
 ssize_t fl_http_body_read(fl_http_conn_t *c, void *buf, size_t cap);
 /* Total decoded body bytes read so far. */
 int64_t fl_http_body_consumed(const fl_http_conn_t *c);
@@ -112,7 +119,7 @@ typedef struct fl_http_server_cfg {
     const char *listen;         /* "127.0.0.1:9000"; port 0 picks a free port */
     fl_http_handler_fn handler;
     void *ud;
-    int max_connections;        /* 0 = FL_HTTP_MAX_CONNECTIONS */
+    int max_connections;        /* 0 = FL_HTTP_MAX_CONNECTIONS, lowered to fit RLIMIT_NOFILE */
     int64_t max_body_bytes;     /* 0 = unlimited by this layer */
     bool access_log;
 } fl_http_server_cfg_t;
@@ -124,8 +131,9 @@ typedef struct fl_http_server fl_http_server_t;
 fl_http_server_t *fl_http_server_start(const fl_http_server_cfg_t *cfg);
 /* The bound port (useful with port 0). */
 int fl_http_server_port(const fl_http_server_t *s);
-/* Graceful stop: close the listener, let in-flight requests finish (up to
- * timeout_ms), close idle keep-alive connections, join threads, free. */
+/* Graceful stop: close the listener and idle connections, let in-flight
+ * requests finish (up to timeout_ms, then shut their sockets down), wait for
+ * every worker thread, free. */
 void fl_http_server_stop(fl_http_server_t *s, int timeout_ms);
 
 #endif

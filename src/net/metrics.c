@@ -43,6 +43,8 @@ struct fl_metrics {
     _Atomic uint64_t overflow;
     _Atomic uint64_t bytes_in, bytes_out;
     _Atomic int64_t conns;
+    _Atomic int64_t parked, active;
+    _Atomic uint64_t evicted;
 };
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -146,6 +148,17 @@ void fl_metrics_conn_add(fl_metrics_t *m, int delta)
     atomic_fetch_add_explicit(&m->conns, delta, memory_order_relaxed);
 }
 
+void fl_metrics_conn_state(fl_metrics_t *m, int parked, int active)
+{
+    atomic_store_explicit(&m->parked, parked, memory_order_relaxed);
+    atomic_store_explicit(&m->active, active, memory_order_relaxed);
+}
+
+void fl_metrics_conn_evicted(fl_metrics_t *m)
+{
+    atomic_fetch_add_explicit(&m->evicted, 1, memory_order_relaxed);
+}
+
 /* Label values: escape backslash, quote and newline. */
 static fl_err_t add_label(fl_buf_t *out, const char *s)
 {
@@ -218,16 +231,22 @@ fl_err_t fl_metrics_render(fl_buf_t *out)
             if (!e) e = fl_buf_printf(out, "} %llu\n", (unsigned long long)cum);
         }
     }
-    static const char *const fam[3][2] = {
+    static const char *const fam[6][2] = {
         { "floe_http_bytes_received_total", "counter" },
         { "floe_http_bytes_sent_total", "counter" },
         { "floe_http_connections", "gauge" },
+        { "floe_http_connections_parked", "gauge" },
+        { "floe_http_connections_active", "gauge" },
+        { "floe_http_connections_evicted_total", "counter" },
     };
-    for (int f = 0; f < 3 && !e; f++) {
+    for (int f = 0; f < 6 && !e; f++) {
         e = fl_buf_printf(out, "# TYPE %s %s\n", fam[f][0], fam[f][1]);
         for (fl_metrics_t *m = reg_head; m && !e; m = m->next) {
             long long v = f == 0 ? (long long)LD(m->bytes_in)
-                        : f == 1 ? (long long)LD(m->bytes_out) : (long long)LD(m->conns);
+                        : f == 1 ? (long long)LD(m->bytes_out)
+                        : f == 2 ? (long long)LD(m->conns)
+                        : f == 3 ? (long long)LD(m->parked)
+                        : f == 4 ? (long long)LD(m->active) : (long long)LD(m->evicted);
             e = fl_buf_adds(out, fam[f][0]);
             if (!e) e = labels(out, m, NULL);
             if (!e) e = fl_buf_printf(out, "} %lld\n", v);

@@ -25,6 +25,11 @@ void fl_metrics_request(fl_metrics_t *m, const char *op, int status, int64_t dur
                         uint64_t bytes_in, uint64_t bytes_out);
 /* Adjusts the open-connection gauge by delta. Any thread. */
 void fl_metrics_conn_add(fl_metrics_t *m, int delta);
+/* Sets the gauges of parked (idle, threadless) and active (mid-request)
+ * connections. Any thread (the server calls it under its own lock). */
+void fl_metrics_conn_state(fl_metrics_t *m, int parked, int active);
+/* Counts an idle connection closed to make room for a newcomer. Any thread. */
+void fl_metrics_conn_evicted(fl_metrics_t *m);
 /* Appends the text exposition of every registered server to out. Any thread. */
 fl_err_t fl_metrics_render(fl_buf_t *out);
 

@@ -475,6 +475,8 @@ FL_TEST(http_server_live)
     CHECK(strstr(body, "floe_http_request_duration_seconds_bucket{server=\"t\",op=\"Echo\",le=\"+Inf\"} 4\n") != NULL);
     CHECK(strstr(body, "floe_http_request_duration_seconds_count{server=\"t\",op=\"health\"}") != NULL);
     CHECK(strstr(body, "floe_http_connections{server=\"t\"} 1\n") != NULL);
+    CHECK(strstr(body, "floe_http_connections_active{server=\"t\"} 1\n") != NULL);
+    CHECK(strstr(body, "# TYPE floe_http_connections_parked gauge\n") != NULL);
     CHECK(strstr(body, "# TYPE floe_http_bytes_sent_total counter\nfloe_http_bytes_sent_total{server=\"t\"} ") != NULL);
 
     /* 100-continue rejected without reading: no 100, response, then close */
@@ -527,27 +529,126 @@ FL_TEST(http_server_live)
     fl_log_level = saved;
 }
 
+static int dial_from(int port, const char *src)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in b = { .sin_family = AF_INET };
+    inet_pton(AF_INET, src, &b.sin_addr);
+    struct timeval tv = { .tv_sec = 5 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (bind(fd, (struct sockaddr *)&b, sizeof b) < 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) < 0) { close(fd); return -1; }
+    return fd;
+}
+
+/* Waits until the server's gauge `name` reads want (the poller works
+ * asynchronously). */
+static bool gauge_is(int port, const char *name, const char *server, long want)
+{
+    static rbuf_t rb;
+    static char head[4096], body[1 << 16];
+    char key[128];
+    snprintf(key, sizeof key, "%s{server=\"%s\"} ", name, server);
+    for (int i = 0; i < 200; i++) {
+        int fd = dial(port);
+        rb.len = 0;
+        put(fd, "GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        int st = get_resp(fd, &rb, false, head, body);
+        close(fd);
+        const char *p = st == 200 ? strstr(body, key) : NULL;
+        if (p && atol(p + strlen(key)) == want) return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 FL_TEST(http_server_conn_cap)
+{
+    static rbuf_t rb, rb2, rb3;
+    static char head[4096], body[4096];
+    int saved = fl_log_level;
+    fl_log_level = FL_LOG_WARN;
+    fl_http_server_cfg_t cfg = { .name = "cap", .listen = "127.0.0.1:0", .handler = echo_handler,
+                                 .max_connections = 2 };
+    fl_http_server_t *s = fl_http_server_start(&cfg);
+    REQUIRE(s);
+    int port = fl_http_server_port(s);
+    /* a: mid-request (its body never finishes), so it cannot be evicted */
+    int a = dial(port);
+    rb.len = 0;
+    put(a, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234");
+    usleep(200000);
+    /* b: idle, parked; the next newcomer takes its place */
+    int b = dial(port);
+    usleep(200000);
+    int c = dial(port);
+    rb2.len = 0;
+    put(c, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(get_resp(c, &rb2, false, head, body), 200);
+    rb3.len = 0;
+    CHECK(at_eof(b, &rb3));
+    close(b);
+    usleep(200000);
+    /* c is parked again: d takes its place and stays mid-request */
+    int d = dial(port);
+    put(d, "PUT /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n01234");
+    usleep(200000);
+    rb2.len = 0;
+    CHECK(at_eof(c, &rb2));
+    close(c);
+    /* with every connection mid-request, a newcomer gets 503 SlowDown */
+    int e = dial(port);
+    rb3.len = 0;
+    CHECK_EQ(get_resp(e, &rb3, false, head, body), 503);
+    CHECK(strstr(body, "SlowDown") != NULL);
+    close(e);
+    put(a, "56789");
+    CHECK_EQ(get_resp(a, &rb, false, head, body), 200);
+    CHECK_STR(body, "0123456789");
+    close(a);
+    close(d);
+    fl_http_server_stop(s, 1000);
+    fl_log_level = saved;
+}
+
+FL_TEST(http_server_per_address_cap)
 {
     static rbuf_t rb;
     static char head[4096], body[4096];
     int saved = fl_log_level;
     fl_log_level = FL_LOG_WARN;
-    fl_http_server_cfg_t cfg = { .name = "cap", .listen = "127.0.0.1:0", .handler = echo_handler,
-                                 .max_connections = 1 };
+    fl_http_server_cfg_t cfg = { .name = "peraddr", .listen = "127.0.0.1:0", .handler = echo_handler };
     fl_http_server_t *s = fl_http_server_start(&cfg);
     REQUIRE(s);
-    int a = dial(fl_http_server_port(s));
+    int port = fl_http_server_port(s);
+    enum { N = FL_HTTP_MAX_CONNS_PER_ADDR + 20 };
+    static int fds[N];
+    int opened = 0;
+    for (int i = 0; i < N; i++) {
+        fds[i] = dial_from(port, "127.0.0.2");
+        if (fds[i] >= 0) opened++;
+    }
+    CHECK_EQ(opened, N);
+    /* the address holds its cap; its oldest idle connections were closed */
+    /* (+1: the /metrics request itself) */
+    CHECK(gauge_is(port, "floe_http_connections", "peraddr", FL_HTTP_MAX_CONNS_PER_ADDR + 1));
     rb.len = 0;
-    put(a, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
-    CHECK_EQ(get_resp(a, &rb, false, head, body), 200);
-    int b = dial(fl_http_server_port(s));
-    static rbuf_t rb2;
-    rb2.len = 0;
-    CHECK_EQ(get_resp(b, &rb2, false, head, body), 503);
-    CHECK(strstr(body, "SlowDown") != NULL);
-    close(b);
-    close(a);
+    CHECK(at_eof(fds[0], &rb));
+    /* another address is served */
+    int fd = dial(port);
+    rb.len = 0;
+    put(fd, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(get_resp(fd, &rb, false, head, body), 200);
+    /* and the newest from the crowded address still works */
+    int last = fds[N - 1];
+    rb.len = 0;
+    put(last, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+    CHECK_EQ(get_resp(last, &rb, false, head, body), 200);
+    close(fd);
+    for (int i = 0; i < N; i++)
+        if (fds[i] >= 0) close(fds[i]);
     fl_http_server_stop(s, 1000);
     fl_log_level = saved;
 }
