@@ -154,6 +154,8 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         r.principal = auth.akid;
     }
 
+    /* drops must work on a full disk: the catalog's commit needs room too */
+    if (!strcmp(req->method, "DELETE") && cfg->store) fl_store_make_room(cfg->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:
