@@ -1622,7 +1622,8 @@ static void h_config(rctx_t *x)
         return;
     }
     char bucket[64];
-    fl_arn_match_t m = fl_arn_resolve(x->cfg, w.ptr, bucket, NULL);
+    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(x->cfg, w.ptr, bucket, NULL)
+                                               : FL_ARN_MALFORMED; /* a NUL would cut it short */
     fl_buf_free(&w);
     if (m == FL_ARN_MALFORMED) {
         err(x, 400, "BadRequestException", "The warehouse is not a valid table bucket ARN.");

@@ -238,6 +238,10 @@ def test_arn_of_other_account_or_region_does_not_resolve(floe, s3t, tbucket, tns
         assert_rest_error(r, status)
         r = RestRaw(floe, arn).request("GET", "/v1/%s/namespaces" % quote(arn, safe=""))
         assert_rest_error(r, status)
+    # a NUL in the warehouse does not cut the ARN short
+    r = signed_request(floe.catalog_port, "GET", "/iceberg/v1/config",
+                       query="warehouse=" + quote(tbucket, safe="") + "%00x")
+    assert_rest_error(r, 400)
     r = signed_request(floe.catalog_port, "GET", "/iceberg/v1/config", query="warehouse=" + quote(tbucket, safe=""))
     assert r.status_code == 200, r.text
     assert RestRaw(floe, tbucket).request("GET", "/v1/%s/namespaces" % quote(tbucket, safe="")).status_code == 200
