@@ -35,6 +35,49 @@ static const char *auth_type(bool rest, const fl_sigv4_error_t *e)
     return "ForbiddenException";
 }
 
+/* Renders a SigV4 failure. A region outside this server's scope is answered
+ * as AWS's JSON services do (403, "Credential should be scoped to a valid
+ * region"), not with S3's AuthorizationHeaderMalformed. */
+static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
+{
+    fl_http_set_op(r->c, "Unauthenticated");
+    if (err->detail_name && !strcmp(err->detail_name, "Region")) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "Credential should be scoped to a valid region, not the one "
+                 "signed for; expecting '%s'.", r->cfg->region);
+        front_error(r, rest, 403, rest ? "NotAuthorizedException" : "InvalidSignatureException", msg);
+        return;
+    }
+    front_error(r, rest, err->status ? err->status : 403, auth_type(rest, err),
+                err->message[0] ? err->message : "The request signature is not valid.");
+}
+
+/* Reads the whole (capped) body into out; false after rendering the error. */
+static bool read_body(fl_api_req_t *r, bool rest, fl_buf_t *out)
+{
+    if (r->req->content_length <= 0 && !r->req->chunked) return true;
+    char tmp[16384];
+    for (;;) {
+        ssize_t n = fl_http_body_read(r->c, tmp, sizeof tmp);
+        if (n == 0) return true;
+        if (n < 0 || fl_buf_add(out, tmp, (size_t)n) != FL_OK) {
+            fl_http_set_op(r->c, "Invalid");
+            fl_http_close_after(r->c);
+            front_error(r, rest, n < 0 ? 400 : 413, "BadRequestException",
+                        n < 0 ? "The request body could not be read." : "The request body is too large.");
+            return false;
+        }
+    }
+}
+
+/* Authentication happens on the head, before a byte of the body is read (so
+ * no 100 Continue goes to a request that will be refused): unsigned requests,
+ * unknown keys, a wrong scope or time are refused at once. When the client
+ * sent x-amz-content-sha256 the whole signature is verified from the head and
+ * the body checked against the hash once read; when it did not (botocore,
+ * PyIceberg sign the body hash without sending it), everything but the
+ * signature is checked first, then the body is read and the signature
+ * verified with its hash. */
 void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
 {
     const fl_catalog_cfg_t *cfg = ud;
@@ -46,54 +89,60 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         r.path_len -= 8;
     }
     fl_buf_t body;
-    fl_buf_init(&body, FL_CATALOG_MAX_BODY);
+    fl_buf_init(&body, FL_CATALOG_MAX_BODY); /* grows as the body arrives, up to the cap */
     fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
     fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
 
-    /* body */
+    fl_sigv4_req_t sr = {
+        .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
+        .raw_query = req->query, .raw_query_len = req->query_len,
+        .headers = req->headers, .nheaders = req->nheaders,
+    };
+    static const char *const services[] = { "s3tables", "osstables", NULL };
+    fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
+                          .region = cfg->region, .now = fl_now_ms() / 1000 };
+    fl_sigv4_error_t err = { 0 };
+    fl_sigv4_auth_t auth;
+    bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
+
+    /* the head */
+    if (!signed_req && !cfg->insecure_no_auth) {
+        fl_http_set_op(c, "Unauthenticated");
+        fl_http_close_after(c);
+        front_error(&r, rest, rest ? 401 : 403, rest ? "NotAuthorizedException" : "ForbiddenException",
+                    "Requests must be signed with AWS Signature Version 4.");
+        goto out;
+    }
+    if (signed_req && (body_signed ? fl_sigv4_check_head(&sr, &vc, &err)
+                                   : fl_sigv4_verify(&sr, &vc, NULL, &auth, &err)) != FL_OK) {
+        fl_http_close_after(c);
+        auth_error(&r, rest, &err);
+        goto out;
+    }
+    if (signed_req && !body_signed && auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED) {
+        fl_http_set_op(c, "Invalid");
+        fl_http_close_after(c);
+        front_error(&r, rest, 400, "BadRequestException", "Streaming payloads are not accepted here.");
+        goto out;
+    }
     if (req->content_length > FL_CATALOG_MAX_BODY) {
         fl_http_set_op(c, "Invalid");
         fl_http_close_after(c);
         front_error(&r, rest, 413, "BadRequestException", "The request body is too large.");
         goto out;
     }
-    if (req->content_length > 0 || req->chunked) {
-        char tmp[16384];
-        for (;;) {
-            ssize_t n = fl_http_body_read(c, tmp, sizeof tmp);
-            if (n == 0) break;
-            if (n < 0 || fl_buf_add(&body, tmp, (size_t)n) != FL_OK) {
-                fl_http_set_op(c, "Invalid");
-                fl_http_close_after(c);
-                front_error(&r, rest, n < 0 ? 400 : 413, "BadRequestException",
-                            n < 0 ? "The request body could not be read." : "The request body is too large.");
-                goto out;
-            }
-        }
-    }
+
+    /* the body, then what of the signature depends on it */
+    if (!read_body(&r, rest, &body)) goto out;
     if (body.ptr) {
         r.body = body.ptr;
         r.body_len = body.len;
     }
-
-    /* authentication */
-    fl_sigv4_req_t sr = {
-        .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
-        .raw_query = req->query, .raw_query_len = req->query_len,
-        .headers = req->headers, .nheaders = req->nheaders,
-    };
-    fl_sigv4_auth_t auth;
-    if (fl_sigv4_present(&sr)) {
-        static const char *const services[] = { "s3tables", "osstables", NULL };
-        fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud,
-                              .services = services, .now = fl_now_ms() / 1000 };
-        fl_sigv4_error_t err = { 0 };
+    if (signed_req) {
         char hash[65];
         fl_sha256_hex(r.body, r.body_len, hash);
-        if (fl_sigv4_verify(&sr, &vc, hash, &auth, &err) != FL_OK) {
-            fl_http_set_op(c, "Unauthenticated");
-            front_error(&r, rest, err.status ? err.status : 403, auth_type(rest, &err),
-                        err.message[0] ? err.message : "The request signature is not valid.");
+        if (body_signed && fl_sigv4_verify(&sr, &vc, hash, &auth, &err) != FL_OK) {
+            auth_error(&r, rest, &err);
             goto out;
         }
         if (auth.payload_mode == FL_PAYLOAD_SHA256 && strcmp(auth.payload_sha256, hash) != 0) {
@@ -102,19 +151,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
                         "The provided 'x-amz-content-sha256' header does not match the request body.");
             goto out;
         }
-        if (auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED) {
-            fl_http_set_op(c, "Invalid");
-            front_error(&r, rest, 400, "BadRequestException", "Streaming payloads are not accepted here.");
-            goto out;
-        }
         r.principal = auth.akid;
-    } else if (!cfg->insecure_no_auth) {
-        fl_http_set_op(c, "Unauthenticated");
-        front_error(&r, rest, rest ? 401 : 403, rest ? "NotAuthorizedException" : "ForbiddenException",
-                    "Requests must be signed with AWS Signature Version 4.");
-        goto out;
     }
 
+    /* drops must work on a full disk: the catalog's commit needs room too */
+    if (!strcmp(req->method, "DELETE") && cfg->store) fl_store_make_room(cfg->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:
@@ -168,4 +209,23 @@ bool fl_arn_parse(const char *arn, char *bucket_out, char *table_id_out)
     if (tl < 1 || tl > 39 || strchr(rest + 7, '/')) return false;
     memcpy(table_id_out, rest + 7, tl + 1);
     return true;
+}
+
+fl_arn_match_t fl_arn_resolve(const fl_catalog_cfg_t *cfg, const char *arn, char *bucket_out,
+                              char *table_id_out)
+{
+    if (!arn || !fl_arn_parse(arn, bucket_out, table_id_out)) return FL_ARN_MALFORMED;
+    /* fl_arn_parse checked the shape: {head}{region}:{account}:bucket/... */
+    const char *p = strchr(arn, ':');
+    p = p ? strchr(p + 1, ':') : NULL;   /* after the service */
+    if (p && !strncmp(arn, "arn:", 4)) p = strchr(p + 1, ':'); /* arn:PARTITION:s3tables: */
+    if (!p) return FL_ARN_MALFORMED;
+    const char *region = p + 1, *c1 = strchr(region, ':');
+    const char *account = c1 ? c1 + 1 : NULL, *c2 = account ? strchr(account, ':') : NULL;
+    if (!c2) return FL_ARN_MALFORMED;
+    if (strlen(cfg->account) != (size_t)(c2 - account) || strncmp(account, cfg->account, (size_t)(c2 - account)))
+        return FL_ARN_OTHER_ACCOUNT;
+    if (strlen(cfg->region) != (size_t)(c1 - region) || strncmp(region, cfg->region, (size_t)(c1 - region)))
+        return FL_ARN_OTHER_REGION;
+    return FL_ARN_OURS;
 }

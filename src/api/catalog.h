@@ -64,4 +64,15 @@ void fl_arn_table(const fl_catalog_cfg_t *cfg, const char *bucket, const char *i
  * (40 bytes, "" when absent). False if malformed. */
 bool fl_arn_parse(const char *arn, char *bucket_out, char *table_id_out);
 
+typedef enum fl_arn_match {
+    FL_ARN_OURS = 0,         /* this server's region and account */
+    FL_ARN_MALFORMED,
+    FL_ARN_OTHER_ACCOUNT,    /* AWS answers AccessDenied */
+    FL_ARN_OTHER_REGION,     /* no such resource in this region */
+} fl_arn_match_t;
+/* fl_arn_parse, and the ARN's region and account must be cfg's: an ARN naming
+ * another account or region never resolves to one of this server's buckets. */
+fl_arn_match_t fl_arn_resolve(const fl_catalog_cfg_t *cfg, const char *arn, char *bucket_out,
+                              char *table_id_out);
+
 #endif

@@ -1682,14 +1682,19 @@ static void h_config(rctx_t *x)
         return;
     }
     char bucket[64];
-    if (!fl_arn_parse(w.ptr, bucket, NULL)) {
-        fl_buf_free(&w);
+    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(x->cfg, w.ptr, bucket, NULL)
+                                               : FL_ARN_MALFORMED; /* a NUL would cut it short */
+    fl_buf_free(&w);
+    if (m == FL_ARN_MALFORMED) {
         err(x, 400, "BadRequestException", "The warehouse is not a valid table bucket ARN.");
         return;
     }
-    fl_buf_free(&w);
+    if (m == FL_ARN_OTHER_ACCOUNT) {
+        err(x, 403, "ForbiddenException", "The warehouse belongs to another account.");
+        return;
+    }
     fl_tbucket_t b;
-    if (fl_catalog_bucket_get(x->cfg->cat, bucket, &b) != FL_OK) {
+    if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->cfg->cat, bucket, &b) != FL_OK) {
         err(x, 404, "NoSuchWarehouseException", "The specified table bucket does not exist.");
         return;
     }
@@ -1845,10 +1850,19 @@ static void dispatch(rctx_t *x)
     match(rt->pattern, segs, nsegs, caps, &ncaps);
     fl_buf_t arn;
     fl_buf_init(&arn, FL_ARN_MAX);
-    bool ok = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK && arn.ptr &&
-              strlen(arn.ptr) == arn.len && fl_arn_parse(arn.ptr, x->bucket, NULL);
+    fl_arn_match_t m = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK &&
+                       arn.ptr && strlen(arn.ptr) == arn.len
+                           ? fl_arn_resolve(r->cfg, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
     fl_buf_free(&arn);
-    if (!ok) {
+    if (m == FL_ARN_OTHER_ACCOUNT || m == FL_ARN_OTHER_REGION) {
+        fl_http_set_op(r->c, "restUnknown");
+        if (m == FL_ARN_OTHER_ACCOUNT)
+            err(x, 403, "ForbiddenException", "The prefix names a table bucket of another account.");
+        else
+            err(x, 404, rt->nf_type, "The specified table bucket does not exist in this region.");
+        return;
+    }
+    if (m != FL_ARN_OURS) {
         fl_http_set_op(r->c, "restUnknown");
         err(x, 400, "BadRequestException", "The path prefix is not a table bucket ARN.");
         return;

@@ -42,6 +42,7 @@ typedef struct s3req {
     fl_sigv4_auth_t auth;
     bool signed_req;
     bool responded;
+    bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
 } s3req_t;
 
 /* ------------------------------------------------------------------ */
@@ -82,8 +83,10 @@ static const char *default_message(const char *code)
     return code;
 }
 
-/* The one renderer of S3 errors. message NULL = S3's usual text. */
-static void s3_error(s3req_t *r, int status, const char *code, const char *message)
+/* The one renderer of S3 errors. message NULL = S3's usual text; detail_name
+ * (NULL: none) adds one more element, e.g. <Region> or <HeadersNotSigned>. */
+static void s3_error_detail(s3req_t *r, int status, const char *code, const char *message,
+                            const char *detail_name, const char *detail_value)
 {
     if (r->responded) return;
     r->responded = true;
@@ -97,6 +100,7 @@ static void s3_error(s3req_t *r, int status, const char *code, const char *messa
     fl_buf_adds(&b, XML_DECL "<Error>");
     fl_xml_elems(&b, "Code", code);
     fl_xml_elems(&b, "Message", message ? message : default_message(code));
+    if (detail_name) fl_xml_elems(&b, detail_name, detail_value);
     if (r->bucket) fl_xml_elems(&b, "BucketName", r->bucket);
     if (r->key) fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elem(&b, "Resource", r->req->path, r->req->path_len);
@@ -105,6 +109,11 @@ static void s3_error(s3req_t *r, int status, const char *code, const char *messa
     fl_http_resp_header(r->c, "Content-Type", "application/xml");
     fl_http_resp_send(r->c, b.ptr, b.len);
     fl_buf_free(&b);
+}
+
+static void s3_error(s3req_t *r, int status, const char *code, const char *message)
+{
+    s3_error_detail(r, status, code, message, NULL, NULL);
 }
 
 /* Maps a store/pipeline error to the S3 error response. */
@@ -169,7 +178,12 @@ static fl_err_t parse_path(s3req_t *r)
         fl_buf_free(&b);
         return FL_ERR_INVALID;
     }
+    bool nul = memchr(b.ptr, 0, b.len) != NULL;
     r->bucket = fl_buf_steal(&b);
+    if (nul) { /* would be read as a shorter name */
+        r->bucket_nul = true;
+        return FL_OK;
+    }
     if (slash && (size_t)(slash - p) + 1 < n) {
         fl_buf_t k;
         fl_buf_init(&k, FL_HTTP_MAX_TARGET_BYTES);
@@ -1289,7 +1303,7 @@ static bool parse_copy_source(s3req_t *r, char **sb, char **sk, size_t *sklen)
     fl_buf_init(&d, FL_HTTP_MAX_TARGET_BYTES);
     const char *q = memchr(v.ptr, '?', v.len);
     if (q) v.len = (size_t)(q - v.ptr); /* ?versionId=: floe keeps one version */
-    if (fl_uri_decode(v, false, &d) || !d.ptr) goto bad;
+    if (fl_uri_decode(v, false, &d) || !d.ptr || memchr(d.ptr, 0, d.len)) goto bad;
     char *p = d.ptr;
     if (*p == '/') p++;
     char *slash = strchr(p, '/');
@@ -1721,11 +1735,12 @@ static bool authenticate(s3req_t *r)
     }
     static const char *const services[] = { "s3", NULL };
     fl_sigv4_cfg_t cfg = { .lookup = r->cfg->lookup, .lookup_ud = r->cfg->lookup_ud,
-                           .services = services, .now = fl_now_ms() / 1000 };
+                           .services = services, .region = r->cfg->region,
+                           .now = fl_now_ms() / 1000 };
     fl_sigv4_error_t err = { 0 };
     if (fl_sigv4_verify(&sr, &cfg, NULL, &r->auth, &err) != FL_OK) {
-        s3_error(r, err.status ? err.status : 403, err.code ? err.code : "AccessDenied",
-                 err.message[0] ? err.message : NULL);
+        s3_error_detail(r, err.status ? err.status : 403, err.code ? err.code : "AccessDenied",
+                        err.message[0] ? err.message : NULL, err.detail_name, err.detail_value);
         return false;
     }
     r->signed_req = true;
@@ -1801,6 +1816,11 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     if (parse_path(&r) != FL_OK) {
         fl_http_set_op(c, "Invalid");
         s3_error(&r, 400, "InvalidURI", "Couldn't parse the specified URI.");
+        goto out;
+    }
+    if (r.bucket_nul) {
+        fl_http_set_op(c, "Invalid");
+        s3_error(&r, 400, "InvalidBucketName", NULL);
         goto out;
     }
     if (fl_query_parse(r.req->query, r.req->query_len, &r.q) != FL_OK) {

@@ -345,13 +345,29 @@ static bool check_table_name(treq_t *t, const char *name, bool create)
 /* ------------------------------------------------------------------ */
 /* resource lookup                                                     */
 
+/* The bucket (and table id, if id is non-NULL) an ARN of this server's region
+ * and account names; else renders the error: bad_msg, AccessDenied for another
+ * account, NotFound for another region. */
+static bool resolve_arn(treq_t *t, const char *arn, char *bucket, char *id, const char *bad_msg)
+{
+    switch (fl_arn_resolve(t->cfg, arn, bucket, id)) {
+    case FL_ARN_OURS: return true;
+    case FL_ARN_OTHER_ACCOUNT:
+        fail(t, "AccessDeniedException", "Access denied: the ARN names another account.");
+        return false;
+    case FL_ARN_OTHER_REGION:
+        fail(t, "NotFoundException", "The specified resource does not exist in this region.");
+        return false;
+    default:
+        fail(t, "BadRequestException", "%s", bad_msg);
+        return false;
+    }
+}
+
 static bool load_bucket(treq_t *t, const char *arn, fl_tbucket_t *b)
 {
     char name[64];
-    if (!arn || !fl_arn_parse(arn, name, NULL)) {
-        fail(t, "BadRequestException", "The specified table bucket ARN is not valid.");
-        return false;
-    }
+    if (!resolve_arn(t, arn, name, NULL, "The specified table bucket ARN is not valid.")) return false;
     fl_err_t e = fl_catalog_bucket_get(t->cat, name, b);
     if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET) {
         fail(t, "NotFoundException", "The specified table bucket does not exist.");
@@ -389,7 +405,8 @@ static bool load_table(treq_t *t, const char *arn, const char *ns, const char *n
 static bool load_table_arn(treq_t *t, const char *arn, fl_table_t *out)
 {
     char bucket[64], id[40], canon[FL_ARN_MAX];
-    if (!arn || !fl_arn_parse(arn, bucket, id) || !id[0]) {
+    if (!resolve_arn(t, arn, bucket, id, "The specified table ARN is not valid.")) return false;
+    if (!id[0]) {
         fail(t, "BadRequestException", "The specified table ARN is not valid.");
         return false;
     }
@@ -418,10 +435,7 @@ static bool load_table_path(treq_t *t, fl_tbucket_t *b, fl_table_t *out)
 static bool load_resource(treq_t *t, const char *arn, char *doc_arn)
 {
     char bucket[64], id[40];
-    if (!arn || !fl_arn_parse(arn, bucket, id)) {
-        fail(t, "BadRequestException", "The specified resource ARN is not valid.");
-        return false;
-    }
+    if (!resolve_arn(t, arn, bucket, id, "The specified resource ARN is not valid.")) return false;
     if (id[0]) {
         fl_table_t tb;
         if (!load_table_arn(t, arn, &tb)) return false;

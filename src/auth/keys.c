@@ -1,4 +1,6 @@
-/* Root key pair: from configuration, from DATA_DIR/root-key, or generated. */
+/* Root key pair: from configuration, from DATA_DIR/root-key, or generated.
+ * A root-key file that group or others may access is refused (unless the
+ * caller allows it, then a warning is logged). */
 #include "auth/keys.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -33,7 +35,7 @@ static void random_str(char *out, size_t n, const char *alphabet)
 }
 
 fl_err_t fl_keys_root(const char *data_dir, const char *akid, const char *secret,
-                      fl_keys_t *k, bool *generated)
+                      bool allow_insecure_file, fl_keys_t *k, bool *generated)
 {
     char path[4096];
     *generated = false;
@@ -50,6 +52,23 @@ fl_err_t fl_keys_root(const char *data_dir, const char *akid, const char *secret
     snprintf(path, sizeof path, "%s/root-key", data_dir);
     FILE *f = fopen(path, "r");
     if (f) {
+        struct stat st;
+        if (fstat(fileno(f), &st) != 0) {
+            fl_error("cannot stat %s: %s", path, strerror(errno));
+            fclose(f);
+            return FL_ERR_IO;
+        }
+        if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+            if (!allow_insecure_file) {
+                fl_error("%s is accessible by group or others (mode %04o): run 'chmod 600 %s', "
+                         "or start with --allow-insecure-key-file", path,
+                         (unsigned)(st.st_mode & 07777), path);
+                fclose(f);
+                return FL_ERR_AUTH;
+            }
+            fl_warn("%s is accessible by group or others (mode %04o); used because of "
+                    "--allow-insecure-key-file", path, (unsigned)(st.st_mode & 07777));
+        }
         char line[512];
         while (fgets(line, sizeof line, f)) {
             line[strcspn(line, "\r\n")] = 0;

@@ -13,9 +13,12 @@ typedef struct fl_keys {
 } fl_keys_t;
 
 /* Fills *k from akid/secret when both are given, else from DATA_DIR/root-key,
- * else generates a pair and stores it (sets *generated). */
+ * else generates a pair and stores it (sets *generated). A root-key file with
+ * any group/other permission bit fails with FL_ERR_AUTH (logged, naming the
+ * file and the fix) unless allow_insecure_file, which only logs a warning.
+ * Main thread, at start. */
 fl_err_t fl_keys_root(const char *data_dir, const char *akid, const char *secret,
-                      fl_keys_t *k, bool *generated);
+                      bool allow_insecure_file, fl_keys_t *k, bool *generated);
 /* fl_secret_lookup_fn over a const fl_keys_t* (ud). Thread-safe. */
 bool fl_keys_lookup(void *ud, const char *akid, char *secret_out);
 #endif

@@ -602,6 +602,18 @@ static bool service_ok(const fl_sigv4_cfg_t *cfg, fl_slice_t s)
     return false;
 }
 
+/* True if header h, present in the request, has to be among the signed ones. */
+static bool must_be_signed(const fl_http_header_t *h, bool presigned)
+{
+    if (h->name_len < 6 || !ieq(h->name, 6, "x-amz-", 6)) return false;
+    if (!presigned) return true;
+    fl_slice_t n = fl_slice(h->name, h->name_len);
+    if (fl_slice_ieq(n, "x-amz-date") || fl_slice_ieq(n, "x-amz-content-sha256") ||
+        fl_slice_ieq(n, "x-amz-sdk-checksum-algorithm"))
+        return false;
+    return !(h->name_len > 15 && ieq(h->name, 15, "x-amz-checksum-", 15));
+}
+
 bool fl_sigv4_present(const fl_sigv4_req_t *r)
 {
     fl_slice_t a = hdr_get(r->headers, r->nheaders, "authorization");
@@ -614,9 +626,9 @@ bool fl_sigv4_present(const fl_sigv4_req_t *r)
     return false;
 }
 
-fl_err_t fl_sigv4_verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
-                         const char *body_sha256_hex, fl_sigv4_auth_t *auth,
-                         fl_sigv4_error_t *err)
+static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
+                       const char *body_sha256_hex, bool head_only, fl_sigv4_auth_t *auth,
+                       fl_sigv4_error_t *err)
 {
     fl_err_t e = FL_OK;
     parsed_t p;
@@ -730,6 +742,17 @@ fl_err_t fl_sigv4_verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
         e = fail(err, 400, M, "Error parsing the Credential: incorrect service '%s'", service);
         goto out;
     }
+    if (cfg->region && cfg->region[0] && strcmp(region, cfg->region) != 0) {
+        if (p.presigned)
+            e = fail(err, 400, M, "Error parsing the X-Amz-Credential parameter; the region '%s' is "
+                     "wrong; expecting '%s'", region, cfg->region);
+        else
+            e = fail(err, 400, M, "The authorization header is malformed; the region '%s' is "
+                     "wrong; expecting '%s'", region, cfg->region);
+        err->detail_name = "Region";
+        fl_strlcpy(err->detail_value, cfg->region, sizeof err->detail_value);
+        goto out;
+    }
     if (memcmp(date8, p.amz_date, 8)) {
         e = fail(err, 400, M, "Invalid credential date \"%s\". This date is not the same as "
                  "X-Amz-Date: \"%.8s\".", date8, p.amz_date);
@@ -777,16 +800,31 @@ fl_err_t fl_sigv4_verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
         }
     }
 
-    /* Every x-amz-meta-* header must be signed. */
+    /* Every x-amz-* header must be signed (S3: HeadersNotSigned), so that a
+     * presigned URL cannot be turned into another operation (x-amz-copy-source)
+     * or carry unsigned metadata. Presigned requests may carry x-amz-date and
+     * x-amz-content-sha256 unsigned (the query parameters rule; the headers are
+     * then ignored), and checksum headers, which only constrain the body. */
     for (size_t i = 0; i < r->nheaders; i++) {
         const fl_http_header_t *h = &r->headers[i];
-        if (h->name_len > 11 && ieq(h->name, 11, "x-amz-meta-", 11) &&
-            !signed_has(p.signed_headers, h->name, h->name_len)) {
-            e = fail(err, 403, "AccessDenied", "There were headers present in the request which "
-                     "were not signed");
-            goto out;
+        if (!must_be_signed(h, p.presigned) || signed_has(p.signed_headers, h->name, h->name_len))
+            continue;
+        err->detail_name = "HeadersNotSigned";
+        size_t dl = strlen(err->detail_value);
+        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
+        if (dl) {
+            memcpy(err->detail_value + dl, ", ", 2);
+            dl += 2;
         }
+        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
+        err->detail_value[dl + h->name_len] = 0;
     }
+    if (err->detail_name) {
+        e = fail(err, 403, "AccessDenied", "There were headers present in the request which were "
+                 "not signed");
+        goto out;
+    }
+    if (head_only) goto out;
 
     /* Payload hash. */
     fl_slice_t ph = { NULL, 0 };
@@ -846,6 +884,28 @@ out:
     OPENSSL_cleanse(secret, sizeof secret);
     fl_buf_free(&creq);
     return e;
+}
+
+fl_err_t fl_sigv4_verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
+                         const char *body_sha256_hex, fl_sigv4_auth_t *auth,
+                         fl_sigv4_error_t *err)
+{
+    return verify(r, cfg, body_sha256_hex, false, auth, err);
+}
+
+fl_err_t fl_sigv4_check_head(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
+                             fl_sigv4_error_t *err)
+{
+    fl_sigv4_auth_t auth;
+    fl_err_t e = verify(r, cfg, NULL, true, &auth, err);
+    OPENSSL_cleanse(&auth, sizeof auth);
+    return e;
+}
+
+bool fl_sigv4_body_signed(const fl_sigv4_req_t *r)
+{
+    return hdr_get(r->headers, r->nheaders, "authorization").ptr &&
+           !hdr_get(r->headers, r->nheaders, "x-amz-content-sha256").ptr;
 }
 
 /* ---- signer ---- */

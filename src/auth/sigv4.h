@@ -42,6 +42,7 @@ typedef struct fl_sigv4_cfg {
     void *lookup_ud;
     const char *const *services; /* NULL-terminated list of accepted signing names */
     int64_t now;                 /* seconds since epoch (tests pass a fixed time) */
+    const char *region;          /* the credential scope's region must equal this; NULL: any */
 } fl_sigv4_cfg_t;
 
 /* A successful verification. */
@@ -66,6 +67,10 @@ typedef struct fl_sigv4_error {
                           "AuthorizationQueryParametersError", "MissingSecurityHeader",
                           "InvalidArgument", ... */
     char message[256];
+    /* One extra element S3 adds to the error body, or NULL: "HeadersNotSigned"
+     * (the unsigned header names) or "Region" (the expected region). */
+    const char *detail_name;
+    char detail_value[256];
 } fl_sigv4_error_t;
 
 /* True if the request carries SigV4 credentials at all (Authorization header or
@@ -84,6 +89,18 @@ bool fl_sigv4_present(const fl_sigv4_req_t *r);
 fl_err_t fl_sigv4_verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
                          const char *body_sha256_hex, fl_sigv4_auth_t *auth,
                          fl_sigv4_error_t *err);
+
+/* The checks fl_sigv4_verify makes before it needs the payload hash: form,
+ * credential scope (service, region, date), signed-header list, known access
+ * key, time window, unsigned x-amz-* headers. FL_OK if they pass (the
+ * signature itself is not checked); else like fl_sigv4_verify. Lets a server
+ * refuse a request before it reads a body the signature covers. */
+fl_err_t fl_sigv4_check_head(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
+                             fl_sigv4_error_t *err);
+/* True if the signature covers a body hash that is not in the head (header
+ * form without x-amz-content-sha256, as non-S3 SDKs sign): the body has to be
+ * read and hashed before fl_sigv4_verify can decide. */
+bool fl_sigv4_body_signed(const fl_sigv4_req_t *r);
 
 /* ---- aws-chunked bodies (STREAMING-* payload modes) ---- */
 

@@ -25,7 +25,7 @@
 
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
-       OPT_CONFIG, OPT__COUNT };
+       OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT__COUNT };
 
 /* The configuration keys: flag name (also the config-file key), environment
  * variable, default, help. */
@@ -46,6 +46,7 @@ static const struct {
     [OPT_ARN_STYLE] = { "arn-style", "FLOE_ARN_STYLE", "osstables", "ARNs as 'osstables' (acs:osstables:...) or 'aws' (arn:aws:s3tables:...)", false },
     [OPT_PUBLIC_S3] = { "public-s3-endpoint", "FLOE_PUBLIC_S3_ENDPOINT", "", "data-plane URL handed to catalog clients (default: http://S3-LISTEN)", false },
     [OPT_CONFIG] = { "config", "FLOE_CONFIG", "", "config file: 'key value' lines with the flag names as keys", false },
+    [OPT_INSECURE_KEY_FILE] = { "allow-insecure-key-file", "FLOE_ALLOW_INSECURE_KEY_FILE", "false", "use DATA-DIR/root-key even if group or others can access it (else: refuse to start)", true },
 };
 
 static void usage(FILE *f)
@@ -171,7 +172,9 @@ int fl_cmd_serve(int argc, char **argv)
     }
     fl_keys_t keys;
     bool generated;
-    if (fl_keys_root(dir, vals[OPT_ROOT_AKID], vals[OPT_ROOT_SECRET], &keys, &generated) != FL_OK) goto out;
+    if (fl_keys_root(dir, vals[OPT_ROOT_AKID], vals[OPT_ROOT_SECRET], truthy(vals[OPT_INSECURE_KEY_FILE]),
+                     &keys, &generated) != FL_OK)
+        goto out;
     snprintf(objdir, sizeof objdir, "%s/objects", dir);
     if (mkdir(objdir, 0700) != 0 && errno != EEXIST) {
         fl_error("cannot create %s: %s", objdir, strerror(errno));

@@ -29,6 +29,13 @@
  * than in SQLite's sleeping busy handler; BEGIN IMMEDIATE and busy_timeout
  * still guard against other processes touching index.db (e.g. sqlite3 CLI).
  *
+ * Full disk: dir/reserve holds FL_STORE_RESERVE_BYTES allocated while there is
+ * room. When a delete (DeleteObject, DeleteBucket, AbortMultipartUpload,
+ * sweep) fails because the disk is full (SQLite needs WAL space to commit
+ * even a delete), the reserve is unlinked and the transaction run once more,
+ * so space can always be freed through the API; the reaper takes the reserve
+ * back, a step at a time, as freed blobs give room.
+ *
  * Reads open the blob files while the row is current; a writer unlinks a
  * replaced blob only after its commit, so if open() races that unlink and gets
  * ENOENT, the lookup is retried and sees the new row. An open fd stays
@@ -51,6 +58,7 @@
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -63,6 +71,8 @@
 #define ID_HEX 32                 /* blob and upload ids */
 #define GET_RETRIES 16            /* lookups retried when a blob vanished under us */
 #define BUSY_TIMEOUT_MS 30000
+#define FL_STORE_RESERVE_BYTES (1024 * 1024) /* room for delete commits on a full disk */
+#define RESERVE_STEP (64 * 1024)
 
 /* ---- schema ---- */
 
@@ -134,6 +144,7 @@ typedef struct fl_conn {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
     bool in_tx;
+    bool full;         /* the last error was a full disk (SQLITE_FULL / ENOSPC) */
     struct fl_conn *next;
 } fl_conn_t;
 
@@ -151,6 +162,8 @@ struct fl_store {
     pthread_mutex_t reap_mu;
     pthread_cond_t reap_cv;
     struct reap_item *reap_head;
+    pthread_mutex_t reserve_mu; /* guards reserve_bytes and dir/reserve */
+    int64_t reserve_bytes;      /* allocated in dir/reserve */
 };
 
 struct reap_item {
@@ -247,6 +260,44 @@ static void tmp_path(const fl_store_t *s, const char *id, char *out, size_t n)
     snprintf(out, n, "%s/blobs/tmp/%s", s->dir, id);
 }
 
+/* Grows dir/reserve towards FL_STORE_RESERVE_BYTES as far as the disk allows.
+ * Any thread. */
+static void reserve_take(fl_store_t *s)
+{
+    pthread_mutex_lock(&s->reserve_mu);
+    if (s->reserve_bytes < FL_STORE_RESERVE_BYTES) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/reserve", s->dir);
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        while (fd >= 0 && s->reserve_bytes < FL_STORE_RESERVE_BYTES &&
+               posix_fallocate(fd, 0, s->reserve_bytes + RESERVE_STEP) == 0)
+            s->reserve_bytes += RESERVE_STEP;
+        if (fd >= 0) close(fd);
+    }
+    pthread_mutex_unlock(&s->reserve_mu);
+}
+
+/* Unlinks dir/reserve; true if it held any space. Any thread. */
+static bool reserve_release(fl_store_t *s)
+{
+    pthread_mutex_lock(&s->reserve_mu);
+    bool had = s->reserve_bytes > 0;
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/reserve", s->dir);
+    if (unlink(p) != 0 && errno != ENOENT) fl_warn("store: unlink %s: %s", p, strerror(errno));
+    s->reserve_bytes = 0;
+    pthread_mutex_unlock(&s->reserve_mu);
+    if (had) fl_warn("store: %s: disk full; released the reserve so that a delete can commit", s->dir);
+    return had;
+}
+
+void fl_store_make_room(fl_store_t *s)
+{
+    struct statvfs v;
+    if (statvfs(s->dir, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < FL_STORE_RESERVE_BYTES)
+        reserve_release(s);
+}
+
 static void unlink_blob_now(fl_store_t *s, const char *id)
 {
     char p[PATH_MAX];
@@ -293,6 +344,7 @@ static void *reaper_main(void *arg)
             free(list);
             list = next;
         }
+        reserve_take(s); /* a no-op unless a full disk released it */
         pthread_mutex_lock(&s->reap_mu);
         s->reaping = false;
         pthread_cond_broadcast(&s->reap_cv);
@@ -355,6 +407,7 @@ static void bind_key(sqlite3_stmt *st, int i, const char *k, size_t n)
 
 static fl_err_t db_err(fl_conn_t *c, int rc, const char *what)
 {
+    if ((rc & 0xff) == SQLITE_FULL || sqlite3_system_errno(c->db) == ENOSPC) c->full = true;
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
         fl_warn("store: %s: database busy", what);
         return FL_ERR_CONFLICT;
@@ -411,7 +464,10 @@ static fl_conn_t *conn_get(fl_store_t *s)
     fl_conn_t *c = s->idle;
     if (c) s->idle = c->next;
     pthread_mutex_unlock(&s->pool_mu);
-    if (c) return c;
+    if (c) {
+        c->full = false;
+        return c;
+    }
     c = conn_open(s);
     if (c && !conn_prepare(c)) { conn_free(c); c = NULL; }
     return c;
@@ -664,6 +720,7 @@ fl_store_t *fl_store_open(const char *dir)
     pthread_mutex_init(&s->write_mu, NULL);
     pthread_mutex_init(&s->reap_mu, NULL);
     pthread_cond_init(&s->reap_cv, NULL);
+    pthread_mutex_init(&s->reserve_mu, NULL);
     if (!sqlite3_threadsafe()) {
         fl_error("store: SQLite was built without thread support");
         goto fail;
@@ -694,6 +751,7 @@ fl_store_t *fl_store_open(const char *dir)
     if (fl_store_sweep(s, fl_now_ms())) goto fail;
     if (sweep_orphans(s, c)) goto fail;
     conn_put(s, c);
+    reserve_take(s);
     s->reaper_on = pthread_create(&s->reaper, NULL, reaper_main, s) == 0;
     return s;
 fail:
@@ -723,6 +781,7 @@ void fl_store_close(fl_store_t *s)
     if (s->lockfd >= 0) close(s->lockfd);
     pthread_mutex_destroy(&s->pool_mu);
     pthread_mutex_destroy(&s->write_mu);
+    pthread_mutex_destroy(&s->reserve_mu);
     free(s->dir);
     free(s);
 }
@@ -803,12 +862,19 @@ out:
     return err;
 }
 
-fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
+/* A delete's transaction failed on a full disk: true if the reserve was
+ * released, so that the caller runs it once more. */
+static bool retry_full(fl_store_t *s, fl_conn_t *c, fl_err_t err)
 {
-    fl_conn_t *c = conn_get(s);
+    bool full = err && c->full;
+    c->full = false;
+    return full && reserve_release(s);
+}
+
+static fl_err_t bucket_delete_tx(fl_store_t *s, fl_conn_t *c, const char *name)
+{
     fl_err_t err;
     int rc;
-    if (!c) return FL_ERR_IO;
     if ((err = tx_begin(s, c))) goto out;
     if ((err = bucket_exists(c, name, NULL))) goto out;
     for (int which = ST_BUCKET_HASOBJ; which <= ST_BUCKET_HASUP; which++) {
@@ -824,6 +890,15 @@ fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
     err = tx_commit(s, c);
 out:
     tx_rollback(s, c);
+    return err;
+}
+
+fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
+{
+    fl_conn_t *c = conn_get(s);
+    if (!c) return FL_ERR_IO;
+    fl_err_t err = bucket_delete_tx(s, c, name);
+    if (retry_full(s, c, err)) err = bucket_delete_tx(s, c, name);
     conn_put(s, c);
     return err;
 }
@@ -1177,15 +1252,13 @@ out:
     return err;
 }
 
-fl_err_t fl_store_delete(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                         const fl_put_cond_t *cond)
+static fl_err_t delete_tx(fl_store_t *s, fl_conn_t *c, const char *bucket, const char *key,
+                          size_t keylen, const fl_put_cond_t *cond)
 {
-    fl_conn_t *c = conn_get(s);
     fl_err_t err;
     char *old = NULL;
     bool existed = false;
     fl_put_cond_t dcond = { .if_match = cond ? cond->if_match : NULL };
-    if (!c) return FL_ERR_IO;
     if ((err = tx_begin(s, c))) goto out;
     if ((err = bucket_exists(c, bucket, NULL))) goto out;
     if ((err = obj_check(c, bucket, key, keylen, &dcond, &old, &existed))) goto out;
@@ -1197,8 +1270,18 @@ fl_err_t fl_store_delete(fl_store_t *s, const char *bucket, const char *key, siz
     unlink_blob_list(s, old);
 out:
     tx_rollback(s, c);
-    conn_put(s, c);
     free(old);
+    return err;
+}
+
+fl_err_t fl_store_delete(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
+                         const fl_put_cond_t *cond)
+{
+    fl_conn_t *c = conn_get(s);
+    if (!c) return FL_ERR_IO;
+    fl_err_t err = delete_tx(s, c, bucket, key, keylen, cond);
+    if (retry_full(s, c, err)) err = delete_tx(s, c, bucket, key, keylen, cond);
+    conn_put(s, c);
     return err;
 }
 
@@ -1610,14 +1693,12 @@ out:
     return err;
 }
 
-fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                            const char *upload_id)
+static fl_err_t mpu_abort_tx(fl_store_t *s, fl_conn_t *c, const char *bucket, const char *key,
+                             size_t keylen, const char *upload_id)
 {
-    fl_conn_t *c = conn_get(s);
     fl_err_t err;
     char (*ids)[ID_HEX + 1] = NULL;
     size_t nids = 0;
-    if (!c) return FL_ERR_IO;
     if ((err = tx_begin(s, c))) goto out;
     if ((err = upload_check(c, bucket, key, keylen, upload_id, NULL))) goto out;
     if ((err = upload_drop(c, upload_id, &ids, &nids))) goto out;
@@ -1625,8 +1706,18 @@ fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, 
     for (size_t i = 0; i < nids; i++) unlink_blob(s, ids[i]);
 out:
     tx_rollback(s, c);
-    conn_put(s, c);
     free(ids);
+    return err;
+}
+
+fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
+                            const char *upload_id)
+{
+    fl_conn_t *c = conn_get(s);
+    if (!c) return FL_ERR_IO;
+    fl_err_t err = mpu_abort_tx(s, c, bucket, key, keylen, upload_id);
+    if (retry_full(s, c, err)) err = mpu_abort_tx(s, c, bucket, key, keylen, upload_id);
+    conn_put(s, c);
     return err;
 }
 

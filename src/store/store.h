@@ -28,6 +28,11 @@ void fl_store_drain(fl_store_t *s);
  * rows and part blobs). Safe to call periodically from any worker thread
  * while the store is in use; orphan blobs are swept only at open. */
 fl_err_t fl_store_sweep(fl_store_t *s, int64_t now_ms);
+/* Before a delete in another database on the same disk (the catalog): if the
+ * disk under the store has less room than the store's reserve, releases the
+ * reserve so that the delete can commit (it is taken back as blobs are
+ * unlinked). The store's own deletes do this by themselves. Any thread. */
+void fl_store_make_room(fl_store_t *s);
 
 /* ---- buckets ---- */
 typedef struct fl_bucket_info {

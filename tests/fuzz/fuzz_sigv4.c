@@ -65,7 +65,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .raw_query_len = (nl > 2 && !(flags & 1)) ? lens[2] : 0,
         .headers = h, .nheaders = nh,
     };
-    fl_sigv4_cfg_t cfg = { lookup, NULL, services, 1369353600 + (int64_t)(flags >> 4) * 400 };
+    fl_sigv4_cfg_t cfg = { lookup, NULL, services, 1369353600 + (int64_t)(flags >> 4) * 400, NULL };
     fl_sigv4_auth_t auth;
     fl_sigv4_error_t err;
     (void)fl_sigv4_present(&r);

@@ -465,5 +465,9 @@ def test_presigned_other_region(floe, s3, bucket):
     c = make_client(floe.endpoint, region="ap-southeast-2")
     url = c.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "r"}, ExpiresIn=300)
     assert "ap-southeast-2" in url
+    # the credential scope must name the server's region, as on AWS (issue 9)
+    r = requests.get(url, timeout=10)
+    assert r.status_code == 400 and h.error_code(r.content) == "AuthorizationQueryParametersError", r.text
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "r"}, ExpiresIn=300)
     r = requests.get(url, timeout=10)
     assert r.status_code == 200 and r.content == b"region", r.text

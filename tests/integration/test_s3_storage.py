@@ -201,3 +201,98 @@ def test_sigkill_under_write_load_is_consistent(private):
         total += o["Size"]
     assert h.tmp_files(srv.data_dir) == []
     assert usage(srv) - base == total, "orphaned blob bytes after crash: %d" % (usage(srv) - base - total)
+
+
+# ---------------------------------------------------------------- full disk (issue 9 item 9)
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    """An 8 MiB tmpfs (needs root / CAP_SYS_ADMIN; skipped otherwise)."""
+    import subprocess
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True)
+    if r.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs (not root?): %s" % r.stderr.decode().strip())
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def fill(c, bucket, prefix, size, limit=200):
+    """PUTs objects until the disk is full; returns the keys stored and the error."""
+    keys = []
+    for i in range(limit):
+        k = "%s%04d" % (prefix, i)
+        try:
+            c.put_object(Bucket=bucket, Key=k, Body=os.urandom(size))
+        except ClientError as e:
+            return keys, e.response
+        keys.append(k)
+    pytest.fail("the disk never filled")
+
+
+def test_deletes_work_on_a_full_disk(tiny_fs, floe_factory):
+    srv = floe_factory(data_dir=str(tiny_fs / "data"))
+    c = make_client(srv.endpoint)
+    b = unique_bucket_name("full")
+    c.create_bucket(Bucket=b)
+    keys, err = fill(c, b, "big", 512 * 1024)
+    more, err = fill(c, b, "small", 4096)  # top it up to the last blocks
+    keys += more
+    assert len(keys) >= 4
+    # PUT on a full disk: a clean S3 error, the server stays up
+    status = err["ResponseMetadata"]["HTTPStatusCode"]
+    assert status in (500, 503, 507) and err["Error"]["Code"], err
+    assert srv.alive()
+    # single delete, then a batch delete, succeed and give space back
+    c.delete_object(Bucket=b, Key=keys[0])
+    with pytest.raises(ClientError):
+        c.head_object(Bucket=b, Key=keys[0])
+    res = c.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in keys[1:4]]})
+    assert not res.get("Errors"), res
+    assert sorted(d["Key"] for d in res["Deleted"]) == sorted(keys[1:4])
+    # a new PUT succeeds once the space is back
+    end = time.time() + 10
+    while True:
+        try:
+            c.put_object(Bucket=b, Key="after", Body=b"x" * 100 * 1024)
+            break
+        except ClientError:
+            if time.time() > end:
+                raise
+            time.sleep(0.2)
+    assert c.get_object(Bucket=b, Key="after")["Body"].read() == b"x" * 100 * 1024
+    # everything can be deleted, the bucket too
+    for k in keys[4:] + ["after"]:
+        c.delete_object(Bucket=b, Key=k)
+    c.delete_bucket(Bucket=b)
+    # and the server restarts on the same (still small) disk
+    srv.stop()
+    srv.start()
+    make_client(srv.endpoint).list_buckets()
+
+
+def test_drops_work_on_a_full_disk(tiny_fs, floe_factory):
+    """S3 Tables DeleteTable / DeleteNamespace / DeleteTableBucket and the
+    REST purge drop on a full disk."""
+    from tables_fixtures import make_s3tables_client
+    from rest_fixtures import RestRaw
+    srv = floe_factory(data_dir=str(tiny_fs / "data"))
+    st = make_s3tables_client(srv.catalog_port)
+    arn = st.create_table_bucket(name=unique_bucket_name("fulltb"))["arn"]
+    st.create_namespace(tableBucketARN=arn, namespace=["ns"])
+    schema = {"fields": [{"name": "id", "type": "long", "required": True}]}
+    for t in ("t1", "t2"):
+        st.create_table(tableBucketARN=arn, namespace="ns", name=t, format="ICEBERG",
+                        metadata={"iceberg": {"schema": schema}})
+    c = make_client(srv.endpoint)
+    b = unique_bucket_name("fill")
+    c.create_bucket(Bucket=b)
+    fill(c, b, "big", 512 * 1024)
+    fill(c, b, "small", 4096)
+    st.delete_table(tableBucketARN=arn, namespace="ns", name="t1")
+    r = RestRaw(srv, arn).request("DELETE", "/v1/%s/namespaces/ns/tables/t2?purgeRequested=true"
+                                  % __import__("urllib.parse").parse.quote(arn, safe=""))
+    assert r.status_code == 204, r.text
+    st.delete_namespace(tableBucketARN=arn, namespace="ns")
+    st.delete_table_bucket(tableBucketARN=arn)

@@ -115,3 +115,32 @@ def test_bad_command_line(args, tmp_path):
     r = subprocess.run([FLOE_BIN] + args, capture_output=True, timeout=10, cwd=tmp_path)
     assert r.returncode not in (0, None) and r.returncode > 0
     assert r.stderr.strip()
+
+
+def test_root_key_file_readable_by_others_refused(floe_factory, tmp_path):
+    """Issue 9 item 11: a root-key file group/others can read stops the start,
+    with a message naming the file and the flag; with the flag, a warning."""
+    if not os.path.exists(FLOE_BIN):
+        pytest.skip("floe binary not built")
+    data = tmp_path / "keyed"
+    data.mkdir(mode=0o700)
+    key = data / "root-key"
+    key.write_text("access_key_id=%s\nsecret_access_key=%s\n" % (ACCESS_KEY, SECRET_KEY))
+    os.chmod(key, 0o644)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FLOE_ROOT_")}
+    args = [FLOE_BIN, "serve", "--data-dir", str(data), "--s3-listen", "127.0.0.1:%d" % free_port(),
+            "--catalog-listen", "127.0.0.1:%d" % free_port()]
+    r = subprocess.run(args, env=env, capture_output=True, timeout=20)
+    assert r.returncode != 0, r.stdout
+    err = r.stderr.decode()
+    assert "root-key" in err and "--allow-insecure-key-file" in err and "chmod 600" in err, err
+    # with the flag it starts, warns, and the key in the file works
+    srv = floe_factory(data_dir=str(data), env_keys=False, extra_args=["--allow-insecure-key-file"])
+    assert "accessible by group or others" in srv.log_text()
+    make_client(srv.endpoint).list_buckets()
+    srv.stop()
+    # 0600 again: starts without the flag and without the warning
+    os.chmod(key, 0o600)
+    srv = floe_factory(data_dir=str(data), env_keys=False)
+    assert "accessible by group or others" not in srv.log_text()
+    make_client(srv.endpoint).list_buckets()

@@ -81,7 +81,7 @@ static int64_t T(const char *amz) { return fl_time_parse_amz(amz, 16); }
 
 static fl_sigv4_cfg_t cfg_at(int64_t now, const char *wrong_secret)
 {
-    return (fl_sigv4_cfg_t){ lookup, (void *)wrong_secret, all_services, now };
+    return (fl_sigv4_cfg_t){ lookup, (void *)wrong_secret, all_services, now, NULL };
 }
 
 static void creq_hash(const fl_sigv4_req_t *r, const char *service, const char *sh,
@@ -908,4 +908,59 @@ FL_TEST(sigv4_suite_more)
         fl_err_t e = fl_sigv4_verify(&r, &cfg, bh, &a, &err);
         if (e) FL_FAIL("%s: verify %d %s", v[i].name, e, err.code);
     }
+}
+
+/* Issue 9: unsigned x-amz-* headers, credential-scope region, head-only check. */
+FL_TEST(sigv4_unsigned_headers_region_head)
+{
+    int64_t t = 1735689600; /* 20250101T000000Z */
+    const char *H = "host:localhost:9000\nx-amz-content-sha256:UNSIGNED-PAYLOAD\n";
+    hdrs_t hs;
+    hdrs_set(&hs, H);
+    fl_sigv4_sign_in_t in = { "PUT", "/b/k", NULL, hs.h, hs.n, "UNSIGNED-PAYLOAD", S3_AKID,
+                              S3_SECRET, "eu-west-1", "s3", t };
+    fl_buf_t az;
+    char date[17];
+    fl_buf_init(&az, 0);
+    CHECK_EQ(fl_sigv4_sign(&in, &az, date), FL_OK);
+    hdrs_add(&hs, "x-amz-date", date);
+    hdrs_add(&hs, "authorization", az.ptr);
+    fl_sigv4_auth_t a;
+    fl_sigv4_error_t err;
+    fl_sigv4_cfg_t cfg = cfg_at(t, NULL);
+    fl_sigv4_req_t r = mkreq("PUT", "/b/k", NULL, &hs);
+    CHECK_EQ(fl_sigv4_verify(&r, &cfg, NULL, &a, &err), FL_OK);
+    CHECK_EQ(fl_sigv4_check_head(&r, &cfg, &err), FL_OK);
+    CHECK(!fl_sigv4_body_signed(&r));
+    /* the region must be the server's */
+    cfg.region = "eu-west-1";
+    CHECK_EQ(fl_sigv4_verify(&r, &cfg, NULL, &a, &err), FL_OK);
+    cfg.region = "us-east-1";
+    CHECK_EQ(fl_sigv4_verify(&r, &cfg, NULL, &a, &err), FL_ERR_INVALID);
+    CHECK_STR(err.code, "AuthorizationHeaderMalformed");
+    CHECK_EQ(err.status, 400);
+    CHECK_STR(err.message, "The authorization header is malformed; the region 'eu-west-1' is wrong; "
+              "expecting 'us-east-1'");
+    CHECK_STR(err.detail_name, "Region");
+    CHECK_STR(err.detail_value, "us-east-1");
+    CHECK_EQ(fl_sigv4_check_head(&r, &cfg, &err), FL_ERR_INVALID);
+    cfg.region = NULL;
+    /* an unsigned x-amz-* header is refused, before the signature is compared */
+    hdrs_add(&hs, "x-amz-copy-source", "/other/secret");
+    hdrs_add(&hs, "x-amz-meta-a", "1");
+    hdrs_add(&hs, "x-amzn-trace-id", "not x-amz-");
+    r = mkreq("PUT", "/b/k", NULL, &hs);
+    CHECK_EQ(fl_sigv4_verify(&r, &cfg, NULL, &a, &err), FL_ERR_AUTH);
+    CHECK_STR(err.code, "AccessDenied");
+    CHECK_EQ(err.status, 403);
+    CHECK_STR(err.detail_name, "HeadersNotSigned");
+    CHECK_STR(err.detail_value, "x-amz-copy-source, x-amz-meta-a");
+    CHECK_EQ(fl_sigv4_check_head(&r, &cfg, &err), FL_ERR_AUTH);
+    /* a wrong secret passes the head check (the signature is not compared) */
+    hs.n -= 3;
+    r = mkreq("PUT", "/b/k", NULL, &hs);
+    fl_sigv4_cfg_t wrong = cfg_at(t, "nope");
+    CHECK_EQ(fl_sigv4_check_head(&r, &wrong, &err), FL_OK);
+    CHECK_EQ(fl_sigv4_verify(&r, &wrong, NULL, &a, &err), FL_ERR_AUTH);
+    fl_buf_free(&az);
 }
