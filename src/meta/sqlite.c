@@ -11,12 +11,9 @@
  *       arn UNIQUE (lookups by ARN)
  *   docs(arn, kind, json) PK(arn, kind)   policies, maintenance, tags, ...
  *
- * Threads: a pool of connections, one per concurrently calling thread, each
- * with every statement prepared once (SQLITE_PREPARE_PERSISTENT). A read is
- * one statement on an idle connection, so it sees one consistent snapshot.
- * Writers take an in-process mutex and then BEGIN IMMEDIATE, so they queue on
- * a futex rather than in SQLite's sleeping busy handler; busy_timeout still
- * guards against other processes holding the file.
+ * Connections, transactions, migrations and the error convention (busy is
+ * FL_ERR_CONFLICT: nothing was written) are base/sqlite.h's; a read is one
+ * statement on an idle connection, so it sees one consistent snapshot.
  *
  * Listing is a range scan of a primary key: the lower bound is the greater of
  * the prefix (inclusive) and the "after" cursor (exclusive), the upper bound
@@ -27,18 +24,16 @@
 #include "base/buf.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/sqlite.h"
 #include "base/time.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include <sqlite3.h>
 
-#define BUSY_TIMEOUT_MS 30000
 
 /* ---- schema ---- */
 
@@ -73,7 +68,6 @@ static const char *const migrations[] = {
 #define KIND_OK " AND (?9 IS NULL OR kind = ?9)"
 
 enum {
-    ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_B_INS, ST_B_GET, ST_B_LIST_GE, ST_B_LIST_GT, ST_B_HASNS, ST_B_DEL,
     ST_N_INS, ST_N_GET, ST_N_LIST_GE, ST_N_LIST_GT, ST_N_PROPS, ST_N_HASTBL, ST_N_DEL,
     ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
@@ -85,9 +79,6 @@ enum {
 /* Bind numbering: ?1 bucket/arn, ?2 namespace, ... as each function documents.
  * List statements: ?5 lower bound, ?6 upper bound, ?7 limit, ?8 prefix, ?9 kind. */
 static const char *const st_sql[ST_COUNT] = {
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
     [ST_B_INS] = "INSERT INTO table_buckets(" B_COLS ") VALUES(?1, ?2, ?3, ?4, ?5)"
                  " ON CONFLICT DO NOTHING",
     [ST_B_GET] = "SELECT " B_COLS " FROM table_buckets WHERE name = ?1",
@@ -141,18 +132,10 @@ static const char *const st_sql[ST_COUNT] = {
                   " ORDER BY kind",
 };
 
-typedef struct fl_conn {
-    sqlite3 *db;
-    sqlite3_stmt *st[ST_COUNT];
-    bool in_tx;
-    struct fl_conn *next;
-} fl_conn_t;
+typedef fl_sqlite_conn_t fl_conn_t;
 
 struct fl_catalog {
-    char *path;
-    pthread_mutex_t pool_mu;   /* guards idle */
-    fl_conn_t *idle;
-    pthread_mutex_t write_mu;  /* held from BEGIN IMMEDIATE to COMMIT/ROLLBACK */
+    fl_sqlite_t *db;
 };
 
 /* ---- small helpers ---- */
@@ -162,24 +145,6 @@ static void new_token(char out[40]) { fl_random_hex(out, 32); }
 
 /* Random (version 4) UUID, lower-case, 36 chars. */
 static void new_uuid(char out[40]) { fl_uuid4(out); }
-
-static void col_copy(sqlite3_stmt *st, int i, char *out, size_t n)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    fl_strlcpy(out, t ? (const char *)t : "", n);
-}
-
-static char *col_strdup(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return fl_strdup(t ? (const char *)t : "");
-}
-
-static void bind_str(sqlite3_stmt *st, int i, const char *s)
-{
-    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-    else sqlite3_bind_null(st, i);
-}
 
 /* Binds as ?idx the upper bound of names starting with prefix: its
  * successor (trailing 0xff bytes dropped, last byte bumped) into *hi, which
@@ -207,7 +172,7 @@ static sqlite3_stmt *bind_range(fl_conn_t *k, int st_ge, int st_gt, const char *
     if (!prefix) prefix = "";
     bool gt = after && strcmp(after, prefix) >= 0;
     sqlite3_stmt *st = k->st[gt ? st_gt : st_ge];
-    bind_str(st, 5, gt ? after : prefix);
+    fl_sqlite_bind_str(st, 5, gt ? after : prefix);
     bind_hi(st, 6, prefix, hi);
     return st;
 }
@@ -216,10 +181,10 @@ static void row_bucket(sqlite3_stmt *st, void *out)
 {
     fl_tbucket_t *b = out;
     memset(b, 0, sizeof *b);
-    col_copy(st, 0, b->name, sizeof b->name);
-    col_copy(st, 1, b->arn, sizeof b->arn);
-    col_copy(st, 2, b->owner, sizeof b->owner);
-    col_copy(st, 3, b->id, sizeof b->id);
+    fl_sqlite_col_copy(st, 0, b->name, sizeof b->name);
+    fl_sqlite_col_copy(st, 1, b->arn, sizeof b->arn);
+    fl_sqlite_col_copy(st, 2, b->owner, sizeof b->owner);
+    fl_sqlite_col_copy(st, 3, b->id, sizeof b->id);
     b->created_ms = sqlite3_column_int64(st, 4);
 }
 
@@ -227,43 +192,37 @@ static void row_ns(sqlite3_stmt *st, void *out)
 {
     fl_namespace_t *ns = out;
     memset(ns, 0, sizeof *ns);
-    col_copy(st, 0, ns->bucket, sizeof ns->bucket);
-    col_copy(st, 1, ns->name, sizeof ns->name);
-    col_copy(st, 2, ns->id, sizeof ns->id);
-    col_copy(st, 3, ns->owner, sizeof ns->owner);
-    col_copy(st, 4, ns->created_by, sizeof ns->created_by);
+    fl_sqlite_col_copy(st, 0, ns->bucket, sizeof ns->bucket);
+    fl_sqlite_col_copy(st, 1, ns->name, sizeof ns->name);
+    fl_sqlite_col_copy(st, 2, ns->id, sizeof ns->id);
+    fl_sqlite_col_copy(st, 3, ns->owner, sizeof ns->owner);
+    fl_sqlite_col_copy(st, 4, ns->created_by, sizeof ns->created_by);
     ns->created_ms = sqlite3_column_int64(st, 5);
-    ns->properties = col_strdup(st, 6);
+    ns->properties = fl_sqlite_col_strdup(st, 6);
 }
 
 static void row_table(sqlite3_stmt *st, void *out)
 {
     fl_table_t *t = out;
-    col_copy(st, 0, t->bucket, sizeof t->bucket);
-    col_copy(st, 1, t->ns, sizeof t->ns);
-    col_copy(st, 2, t->name, sizeof t->name);
-    col_copy(st, 3, t->id, sizeof t->id);
-    col_copy(st, 4, t->arn, sizeof t->arn);
-    col_copy(st, 5, t->type, sizeof t->type);
-    col_copy(st, 6, t->format, sizeof t->format);
-    col_copy(st, 7, t->kind, sizeof t->kind);
-    col_copy(st, 8, t->warehouse, sizeof t->warehouse);
-    col_copy(st, 9, t->metadata_location, sizeof t->metadata_location);
-    col_copy(st, 10, t->version_token, sizeof t->version_token);
-    col_copy(st, 11, t->owner, sizeof t->owner);
-    col_copy(st, 12, t->created_by, sizeof t->created_by);
-    col_copy(st, 13, t->modified_by, sizeof t->modified_by);
+    fl_sqlite_col_copy(st, 0, t->bucket, sizeof t->bucket);
+    fl_sqlite_col_copy(st, 1, t->ns, sizeof t->ns);
+    fl_sqlite_col_copy(st, 2, t->name, sizeof t->name);
+    fl_sqlite_col_copy(st, 3, t->id, sizeof t->id);
+    fl_sqlite_col_copy(st, 4, t->arn, sizeof t->arn);
+    fl_sqlite_col_copy(st, 5, t->type, sizeof t->type);
+    fl_sqlite_col_copy(st, 6, t->format, sizeof t->format);
+    fl_sqlite_col_copy(st, 7, t->kind, sizeof t->kind);
+    fl_sqlite_col_copy(st, 8, t->warehouse, sizeof t->warehouse);
+    fl_sqlite_col_copy(st, 9, t->metadata_location, sizeof t->metadata_location);
+    fl_sqlite_col_copy(st, 10, t->version_token, sizeof t->version_token);
+    fl_sqlite_col_copy(st, 11, t->owner, sizeof t->owner);
+    fl_sqlite_col_copy(st, 12, t->created_by, sizeof t->created_by);
+    fl_sqlite_col_copy(st, 13, t->modified_by, sizeof t->modified_by);
     t->created_ms = sqlite3_column_int64(st, 14);
     t->modified_ms = sqlite3_column_int64(st, 15);
 }
 
 /* ---- connections and transactions ---- */
-
-static fl_err_t db_err(fl_conn_t *k, int rc, const char *what)
-{
-    fl_error("catalog: %s: %s (%s)", what, sqlite3_errmsg(k->db), sqlite3_errstr(rc));
-    return FL_ERR_IO;
-}
 
 /* Steps a bound list statement (its LIMIT bound to max + 1): up to max rows
  * into a new array of elem-byte rows, each filled by row; *more is set when a
@@ -285,209 +244,28 @@ static fl_err_t collect_rows(fl_conn_t *k, sqlite3_stmt *st, int max, size_t ele
     }
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         *more = false;
-        return db_err(k, rc, what);
+        return fl_sqlite_err(k, rc, what);
     }
     return FL_OK;
-}
-
-/* Steps a statement expecting at most one row: FL_OK with the row current
- * (the caller resets the statement), FL_ERR_NOT_FOUND on none (reset here).
- * Every statement is reset before it goes back to rest: a statement left
- * halted after SQLITE_DONE is not "busy", yet refuses new bindings. */
-static fl_err_t step_row(fl_conn_t *k, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) return FL_OK;
-    fl_err_t err = rc == SQLITE_DONE ? FL_ERR_NOT_FOUND : db_err(k, rc, what);
-    sqlite3_reset(st);
-    return err;
-}
-
-/* Runs a statement expected to finish without rows; resets it. */
-static fl_err_t step_done(fl_conn_t *k, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    fl_err_t err = rc == SQLITE_DONE ? FL_OK : db_err(k, rc, what);
-    sqlite3_reset(st);
-    return err;
-}
-
-static void conn_free(fl_conn_t *k)
-{
-    if (!k) return;
-    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(k->st[i]);
-    sqlite3_close(k->db);
-    free(k);
-}
-
-static fl_conn_t *conn_open(const char *path)
-{
-    fl_conn_t *k = fl_calloc(1, sizeof *k);
-    int rc = sqlite3_open_v2(path, &k->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        fl_error("catalog: open %s: %s", path, k->db ? sqlite3_errmsg(k->db) : sqlite3_errstr(rc));
-        goto fail;
-    }
-    sqlite3_busy_timeout(k->db, BUSY_TIMEOUT_MS);
-    rc = sqlite3_exec(k->db, "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) { db_err(k, rc, "pragma"); goto fail; }
-    return k;
-fail:
-    conn_free(k);
-    return NULL;
-}
-
-static bool conn_prepare(fl_conn_t *k)
-{
-    for (int i = 0; i < ST_COUNT; i++) {
-        if (sqlite3_prepare_v3(k->db, st_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &k->st[i], NULL)
-            != SQLITE_OK) {
-            fl_error("catalog: prepare \"%s\": %s", st_sql[i], sqlite3_errmsg(k->db));
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Takes an idle connection or opens one; NULL on failure (logged). */
-static fl_conn_t *conn_get(fl_catalog_t *c)
-{
-    pthread_mutex_lock(&c->pool_mu);
-    fl_conn_t *k = c->idle;
-    if (k) c->idle = k->next;
-    pthread_mutex_unlock(&c->pool_mu);
-    if (k) return k;
-    k = conn_open(c->path);
-    if (k && !conn_prepare(k)) { conn_free(k); k = NULL; }
-    return k;
-}
-
-static void conn_put(fl_catalog_t *c, fl_conn_t *k)
-{
-    if (!k) return;
-    /* No statement may keep a read snapshot open while idle. */
-    for (int i = 0; i < ST_COUNT; i++)
-        if (sqlite3_stmt_busy(k->st[i])) sqlite3_reset(k->st[i]);
-    pthread_mutex_lock(&c->pool_mu);
-    k->next = c->idle;
-    c->idle = k;
-    pthread_mutex_unlock(&c->pool_mu);
-}
-
-static fl_err_t tx_begin(fl_catalog_t *c, fl_conn_t *k)
-{
-    pthread_mutex_lock(&c->write_mu);
-    sqlite3_stmt *st = k->st[ST_BEGIN];
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        pthread_mutex_unlock(&c->write_mu);
-        return db_err(k, rc, "begin");
-    }
-    k->in_tx = true;
-    return FL_OK;
-}
-
-/* Commits when err is FL_OK, else rolls back; returns the outcome. No-op
- * (returning err) when no transaction is open. */
-static fl_err_t tx_end(fl_catalog_t *c, fl_conn_t *k, fl_err_t err)
-{
-    if (!k || !k->in_tx) return err;
-    for (int i = 0; i < ST_COUNT; i++)
-        if (sqlite3_stmt_busy(k->st[i])) sqlite3_reset(k->st[i]);
-    if (!err) {
-        int rc = sqlite3_step(k->st[ST_COMMIT]);
-        sqlite3_reset(k->st[ST_COMMIT]);
-        if (rc != SQLITE_DONE) err = db_err(k, rc, "commit");
-    }
-    if (err && !sqlite3_get_autocommit(k->db)) {
-        sqlite3_step(k->st[ST_ROLLBACK]);
-        sqlite3_reset(k->st[ST_ROLLBACK]);
-    }
-    k->in_tx = false;
-    pthread_mutex_unlock(&c->write_mu);
-    return err;
-}
-
-/* ---- opening and migrating ---- */
-
-static fl_err_t migrate(fl_catalog_t *c, fl_conn_t *k)
-{
-    fl_err_t err = FL_OK;
-    sqlite3_stmt *st = NULL;
-    bool in_tx = false;
-    int rc = sqlite3_exec(k->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return db_err(k, rc, "journal_mode");
-    rc = sqlite3_exec(k->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return db_err(k, rc, "begin");
-    in_tx = true;
-    rc = sqlite3_prepare_v2(k->db, "PRAGMA user_version", -1, &st, NULL);
-    if (rc != SQLITE_OK || (rc = sqlite3_step(st)) != SQLITE_ROW) {
-        err = db_err(k, rc, "user_version");
-        goto out;
-    }
-    int version = sqlite3_column_int(st, 0);
-    if (version > SCHEMA_VERSION || version < 0) {
-        fl_error("catalog: %s has schema %d, this build knows %d", c->path, version,
-                 SCHEMA_VERSION);
-        err = FL_ERR_INVALID;
-        goto out;
-    }
-    for (int v = version; v < SCHEMA_VERSION; v++) {
-        char sql[64];
-        if ((rc = sqlite3_exec(k->db, migrations[v], NULL, NULL, NULL)) != SQLITE_OK) {
-            err = db_err(k, rc, "migration");
-            goto out;
-        }
-        snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v + 1);
-        if ((rc = sqlite3_exec(k->db, sql, NULL, NULL, NULL)) != SQLITE_OK) {
-            err = db_err(k, rc, "user_version");
-            goto out;
-        }
-        fl_info("catalog: %s: schema %d -> %d", c->path, v, v + 1);
-    }
-    rc = sqlite3_exec(k->db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) { err = db_err(k, rc, "commit"); goto out; }
-    in_tx = false;
-out:
-    sqlite3_finalize(st);
-    if (in_tx) sqlite3_exec(k->db, "ROLLBACK", NULL, NULL, NULL);
-    return err;
 }
 
 fl_catalog_t *fl_catalog_open(const char *path)
 {
+    fl_sqlite_cfg_t cfg = {
+        .label = "catalog", .path = path, .migrations = migrations, .n_migrations = SCHEMA_VERSION,
+        .statements = st_sql, .n_statements = ST_COUNT, .foreign_keys = true,
+    };
+    fl_sqlite_t *db = fl_sqlite_open(&cfg);
+    if (!db) return NULL;
     fl_catalog_t *c = fl_calloc(1, sizeof *c);
-    fl_conn_t *k = NULL;
-    c->path = fl_strdup(path);
-    pthread_mutex_init(&c->pool_mu, NULL);
-    pthread_mutex_init(&c->write_mu, NULL);
-    if (!sqlite3_threadsafe()) {
-        fl_error("catalog: SQLite was built without thread support");
-        goto fail;
-    }
-    k = conn_open(path);
-    if (!k || migrate(c, k) || !conn_prepare(k)) goto fail;
-    conn_put(c, k);
+    c->db = db;
     return c;
-fail:
-    conn_free(k);
-    fl_catalog_close(c);
-    return NULL;
 }
 
 void fl_catalog_close(fl_catalog_t *c)
 {
     if (!c) return;
-    while (c->idle) {
-        fl_conn_t *k = c->idle;
-        c->idle = k->next;
-        conn_free(k);
-    }
-    pthread_mutex_destroy(&c->pool_mu);
-    pthread_mutex_destroy(&c->write_mu);
-    free(c->path);
+    fl_sqlite_close(c->db);
     free(c);
 }
 
@@ -495,36 +273,36 @@ void fl_catalog_close(fl_catalog_t *c)
 
 fl_err_t fl_catalog_bucket_create(fl_catalog_t *c, fl_tbucket_t *b)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
     if (!b->id[0]) new_uuid(b->id);
     b->created_ms = fl_now_ms();
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_B_INS];
-    bind_str(st, 1, b->name);
-    bind_str(st, 2, b->arn);
-    bind_str(st, 3, b->owner);
-    bind_str(st, 4, b->id);
+    fl_sqlite_bind_str(st, 1, b->name);
+    fl_sqlite_bind_str(st, 2, b->arn);
+    fl_sqlite_bind_str(st, 3, b->owner);
+    fl_sqlite_bind_str(st, 4, b->id);
     sqlite3_bind_int64(st, 5, b->created_ms);
-    if ((err = step_done(k, st, "bucket create"))) goto out;
+    if ((err = fl_sqlite_done(k, st, "bucket create"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *out)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = k->st[ST_B_GET];
-    bind_str(st, 1, name);
-    fl_err_t err = step_row(k, st, "bucket get");
+    fl_sqlite_bind_str(st, 1, name);
+    fl_err_t err = fl_sqlite_row(k, st, "bucket get");
     if (!err) row_bucket(st, out);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -536,13 +314,13 @@ fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char 
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = bind_range(k, ST_B_LIST_GE, ST_B_LIST_GT, prefix, after, &hi);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
     fl_err_t err = collect_rows(k, st, max, sizeof **out, row_bucket, "bucket list", (void **)out, n, more);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     free(hi);
     if (err) { free(*out); *out = NULL; *n = 0; }
     return err;
@@ -550,28 +328,28 @@ fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char 
 
 fl_err_t fl_catalog_bucket_delete(fl_catalog_t *c, const char *name)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     char arn[FL_ARN_MAX];
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_B_HASNS];
-    bind_str(st, 1, name);
-    err = step_row(k, st, "bucket delete");
+    fl_sqlite_bind_str(st, 1, name);
+    err = fl_sqlite_row(k, st, "bucket delete");
     sqlite3_reset(st);
     if (err == FL_OK) { err = FL_ERR_NOT_EMPTY; goto out; }
     if (err != FL_ERR_NOT_FOUND) goto out;
     st = k->st[ST_B_DEL];
-    bind_str(st, 1, name);
-    if ((err = step_row(k, st, "bucket delete"))) goto out;   /* NOT_FOUND: no such bucket */
-    col_copy(st, 0, arn, sizeof arn);
-    if ((err = step_done(k, st, "bucket delete"))) goto out;  /* finishes the RETURNING */
+    fl_sqlite_bind_str(st, 1, name);
+    if ((err = fl_sqlite_row(k, st, "bucket delete"))) goto out;   /* NOT_FOUND: no such bucket */
+    fl_sqlite_col_copy(st, 0, arn, sizeof arn);
+    if ((err = fl_sqlite_done(k, st, "bucket delete"))) goto out;  /* finishes the RETURNING */
     st = k->st[ST_D_DEL_ARN];
-    bind_str(st, 1, arn);
-    err = step_done(k, st, "bucket docs delete");
+    fl_sqlite_bind_str(st, 1, arn);
+    err = fl_sqlite_done(k, st, "bucket docs delete");
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -581,8 +359,8 @@ out:
 static fl_err_t bucket_check(fl_conn_t *k, const char *bucket, fl_tbucket_t *b)
 {
     sqlite3_stmt *st = k->st[ST_B_GET];
-    bind_str(st, 1, bucket);
-    fl_err_t err = step_row(k, st, "bucket lookup");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_err_t err = fl_sqlite_row(k, st, "bucket lookup");
     if (!err && b) row_bucket(st, b);
     sqlite3_reset(st);
     return err == FL_ERR_NOT_FOUND ? FL_ERR_NO_BUCKET : err;
@@ -592,49 +370,49 @@ static fl_err_t bucket_check(fl_conn_t *k, const char *bucket, fl_tbucket_t *b)
 static fl_err_t ns_check(fl_conn_t *k, const char *bucket, const char *ns)
 {
     sqlite3_stmt *st = k->st[ST_N_GET];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, ns);
-    fl_err_t err = step_row(k, st, "namespace lookup");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_err_t err = fl_sqlite_row(k, st, "namespace lookup");
     sqlite3_reset(st);
     return err;
 }
 
 fl_err_t fl_catalog_ns_create(fl_catalog_t *c, fl_namespace_t *ns)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
     if (!ns->id[0]) new_uuid(ns->id);
     ns->created_ms = fl_now_ms();
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     if ((err = bucket_check(k, ns->bucket, NULL))) goto out;
     sqlite3_stmt *st = k->st[ST_N_INS];
-    bind_str(st, 1, ns->bucket);
-    bind_str(st, 2, ns->name);
-    bind_str(st, 3, ns->id);
-    bind_str(st, 4, ns->owner);
-    bind_str(st, 5, ns->created_by);
+    fl_sqlite_bind_str(st, 1, ns->bucket);
+    fl_sqlite_bind_str(st, 2, ns->name);
+    fl_sqlite_bind_str(st, 3, ns->id);
+    fl_sqlite_bind_str(st, 4, ns->owner);
+    fl_sqlite_bind_str(st, 5, ns->created_by);
     sqlite3_bind_int64(st, 6, ns->created_ms);
-    bind_str(st, 7, ns->properties ? ns->properties : "{}");
-    if ((err = step_done(k, st, "namespace create"))) goto out;
+    fl_sqlite_bind_str(st, 7, ns->properties ? ns->properties : "{}");
+    if ((err = fl_sqlite_done(k, st, "namespace create"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_ns_get(fl_catalog_t *c, const char *bucket, const char *name, fl_namespace_t *out)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = k->st[ST_N_GET];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, name);
-    fl_err_t err = step_row(k, st, "namespace get");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, name);
+    fl_err_t err = fl_sqlite_row(k, st, "namespace get");
     if (!err) row_ns(st, out);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -646,14 +424,14 @@ fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *pre
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = bind_range(k, ST_N_LIST_GE, ST_N_LIST_GT, prefix, after, &hi);
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
     fl_err_t err = collect_rows(k, st, max, sizeof **out, row_ns, "namespace list", (void **)out, n, more);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     free(hi);
     if (err) { fl_namespaces_free(*out, *n); *out = NULL; *n = 0; }
     return err;
@@ -662,43 +440,43 @@ fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *pre
 fl_err_t fl_catalog_ns_set_properties(fl_catalog_t *c, const char *bucket, const char *name,
                                       const char *properties_json)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_N_PROPS];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, name);
-    bind_str(st, 3, properties_json ? properties_json : "{}");
-    if ((err = step_done(k, st, "namespace properties"))) goto out;
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, name);
+    fl_sqlite_bind_str(st, 3, properties_json ? properties_json : "{}");
+    if ((err = fl_sqlite_done(k, st, "namespace properties"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_NOT_FOUND;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_ns_delete(fl_catalog_t *c, const char *bucket, const char *name)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_N_HASTBL];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, name);
-    err = step_row(k, st, "namespace delete");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, name);
+    err = fl_sqlite_row(k, st, "namespace delete");
     sqlite3_reset(st);
     if (err == FL_OK) { err = FL_ERR_NOT_EMPTY; goto out; }
     if (err != FL_ERR_NOT_FOUND) goto out;
     st = k->st[ST_N_DEL];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, name);
-    if ((err = step_done(k, st, "namespace delete"))) goto out;
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, name);
+    if ((err = fl_sqlite_done(k, st, "namespace delete"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_NOT_FOUND;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -720,7 +498,7 @@ void fl_namespaces_free(fl_namespace_t *ns, size_t n)
 
 fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     fl_tbucket_t b;
     if (!k) return err;
@@ -731,7 +509,7 @@ fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t)
     if (!t->modified_by[0]) fl_strlcpy(t->modified_by, t->created_by, sizeof t->modified_by);
     new_token(t->version_token);
     t->created_ms = t->modified_ms = fl_now_ms();
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     if ((err = bucket_check(k, t->bucket, &b))) goto out;
     if ((err = ns_check(k, t->bucket, t->ns))) goto out;
     if (!t->arn[0]) {
@@ -739,56 +517,56 @@ fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t)
         if (r < 0 || (size_t)r >= sizeof t->arn) { err = FL_ERR_INVALID; goto out; }
     }
     sqlite3_stmt *st = k->st[ST_T_INS];
-    bind_str(st, 1, t->bucket);
-    bind_str(st, 2, t->ns);
-    bind_str(st, 3, t->name);
-    bind_str(st, 4, t->id);
-    bind_str(st, 5, t->arn);
-    bind_str(st, 6, t->type);
-    bind_str(st, 7, t->format);
-    bind_str(st, 8, t->kind);
-    bind_str(st, 9, t->warehouse);
-    bind_str(st, 10, t->metadata_location);
-    bind_str(st, 11, t->version_token);
-    bind_str(st, 12, t->owner);
-    bind_str(st, 13, t->created_by);
-    bind_str(st, 14, t->modified_by);
+    fl_sqlite_bind_str(st, 1, t->bucket);
+    fl_sqlite_bind_str(st, 2, t->ns);
+    fl_sqlite_bind_str(st, 3, t->name);
+    fl_sqlite_bind_str(st, 4, t->id);
+    fl_sqlite_bind_str(st, 5, t->arn);
+    fl_sqlite_bind_str(st, 6, t->type);
+    fl_sqlite_bind_str(st, 7, t->format);
+    fl_sqlite_bind_str(st, 8, t->kind);
+    fl_sqlite_bind_str(st, 9, t->warehouse);
+    fl_sqlite_bind_str(st, 10, t->metadata_location);
+    fl_sqlite_bind_str(st, 11, t->version_token);
+    fl_sqlite_bind_str(st, 12, t->owner);
+    fl_sqlite_bind_str(st, 13, t->created_by);
+    fl_sqlite_bind_str(st, 14, t->modified_by);
     sqlite3_bind_int64(st, 15, t->created_ms);
     sqlite3_bind_int64(st, 16, t->modified_ms);
-    if ((err = step_done(k, st, "table create"))) goto out;
+    if ((err = fl_sqlite_done(k, st, "table create"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                               fl_table_t *out)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = k->st[ST_T_GET];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, ns);
-    bind_str(st, 3, name);
-    fl_err_t err = step_row(k, st, "table get");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_sqlite_bind_str(st, 3, name);
+    fl_err_t err = fl_sqlite_row(k, st, "table get");
     if (!err) row_table(st, out);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 static fl_err_t table_get_by(fl_catalog_t *c, int stmt, const char *key, fl_table_t *out)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = k->st[stmt];
-    bind_str(st, 1, key);
-    fl_err_t err = step_row(k, st, "table get");
+    fl_sqlite_bind_str(st, 1, key);
+    fl_err_t err = fl_sqlite_row(k, st, "table get");
     if (!err) row_table(st, out);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -813,7 +591,7 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     if (ns) {
         const char *after = NULL;
@@ -823,22 +601,22 @@ fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *
             if (r == 0) after = after_name ? after_name : "";
         }
         st = bind_range(k, ST_T_LIST1_GE, ST_T_LIST1_GT, prefix, after, &hi);
-        bind_str(st, 2, ns);
+        fl_sqlite_bind_str(st, 2, ns);
     } else {
         /* The prefix bounds name within each namespace: ?8 low, ?6 high. */
         st = k->st[after_ns ? ST_T_LISTN_GT : ST_T_LISTN_GE];
-        bind_str(st, 2, after_ns ? after_ns : "");
-        bind_str(st, 3, after_ns && after_name ? after_name : "");
-        bind_str(st, 8, prefix ? prefix : "");
+        fl_sqlite_bind_str(st, 2, after_ns ? after_ns : "");
+        fl_sqlite_bind_str(st, 3, after_ns && after_name ? after_name : "");
+        fl_sqlite_bind_str(st, 8, prefix ? prefix : "");
         bind_hi(st, 6, prefix, &hi);
     }
-    bind_str(st, 1, bucket);
-    bind_str(st, 9, kind);
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 9, kind);
     sqlite3_bind_int64(st, 7, (int64_t)max + 1);
     err = collect_rows(k, st, max, sizeof **out, row_table, "table list", (void **)out, n, more);
 out:
     if (st) sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     free(hi);
     if (err) { free(*out); *out = NULL; *n = 0; }
     return err;
@@ -853,15 +631,15 @@ static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, co
                             const char *expect_id, const char *expect, char *arn_out)
 {
     sqlite3_stmt *st = k->st[ST_T_TOKEN];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, ns);
-    bind_str(st, 3, name);
-    fl_err_t err = step_row(k, st, "table token");
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_sqlite_bind_str(st, 3, name);
+    fl_err_t err = fl_sqlite_row(k, st, "table token");
     if (!err) {
         const unsigned char *tok = sqlite3_column_text(st, 0), *id = sqlite3_column_text(st, 2);
         if (expect_id && (!id || strcmp((const char *)id, expect_id) != 0)) err = FL_ERR_NOT_FOUND;
         else if (expect && (!tok || strcmp((const char *)tok, expect) != 0)) err = FL_ERR_CONFLICT;
-        if (arn_out) col_copy(st, 1, arn_out, FL_ARN_MAX);
+        if (arn_out) fl_sqlite_col_copy(st, 1, arn_out, FL_ARN_MAX);
     }
     sqlite3_reset(st);
     return err;
@@ -869,30 +647,30 @@ static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, co
 
 fl_err_t fl_catalog_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
     int64_t now = fl_now_ms();
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     for (size_t i = 0; i < n; i++) {
         fl_table_swap_t *s = &swaps[i];
         if ((err = token_check(k, s->bucket, s->ns, s->name, s->expect_id, s->expect_token, NULL))) goto out;
         new_token(s->new_token_out);
         sqlite3_stmt *st = k->st[ST_T_SWAP];
-        bind_str(st, 1, s->bucket);
-        bind_str(st, 2, s->ns);
-        bind_str(st, 3, s->name);
-        bind_str(st, 4, s->new_location ? s->new_location : "");
-        bind_str(st, 5, s->new_token_out);
+        fl_sqlite_bind_str(st, 1, s->bucket);
+        fl_sqlite_bind_str(st, 2, s->ns);
+        fl_sqlite_bind_str(st, 3, s->name);
+        fl_sqlite_bind_str(st, 4, s->new_location ? s->new_location : "");
+        fl_sqlite_bind_str(st, 5, s->new_token_out);
         sqlite3_bind_int64(st, 6, now);
-        bind_str(st, 7, s->modified_by);
-        if ((err = step_done(k, st, "table swap"))) goto out;
+        fl_sqlite_bind_str(st, 7, s->modified_by);
+        if ((err = fl_sqlite_done(k, st, "table swap"))) goto out;
     }
 out:
-    err = tx_end(c, k, err);
+    err = fl_sqlite_end(c->db, k, err);
     if (err)
         for (size_t i = 0; i < n; i++) swaps[i].new_token_out[0] = 0;
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -900,11 +678,11 @@ fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char
                                  const char *new_ns, const char *new_name, const char *expect_id,
                                  const char *expect_token)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     char tok[40];
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     if ((err = token_check(k, bucket, ns, name, expect_id, expect_token, NULL))) goto out;
     if ((err = ns_check(k, bucket, new_ns))) goto out;
     if (strcmp(ns, new_ns) != 0 || strcmp(name, new_name) != 0) {
@@ -914,40 +692,40 @@ fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char
     }
     new_token(tok);
     sqlite3_stmt *st = k->st[ST_T_RENAME];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, ns);
-    bind_str(st, 3, name);
-    bind_str(st, 4, new_ns);
-    bind_str(st, 5, new_name);
-    bind_str(st, 6, tok);
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_sqlite_bind_str(st, 3, name);
+    fl_sqlite_bind_str(st, 4, new_ns);
+    fl_sqlite_bind_str(st, 5, new_name);
+    fl_sqlite_bind_str(st, 6, tok);
     sqlite3_bind_int64(st, 7, fl_now_ms());
-    err = step_done(k, st, "table rename");
+    err = fl_sqlite_done(k, st, "table rename");
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                                  const char *expect_id, const char *expect_token)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     char arn[FL_ARN_MAX];
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     if ((err = token_check(k, bucket, ns, name, expect_id, expect_token, arn))) goto out;
     sqlite3_stmt *st = k->st[ST_T_DEL];
-    bind_str(st, 1, bucket);
-    bind_str(st, 2, ns);
-    bind_str(st, 3, name);
-    if ((err = step_done(k, st, "table delete"))) goto out;
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_sqlite_bind_str(st, 3, name);
+    if ((err = fl_sqlite_done(k, st, "table delete"))) goto out;
     st = k->st[ST_D_DEL_ARN];
-    bind_str(st, 1, arn);
-    err = step_done(k, st, "table docs delete");
+    fl_sqlite_bind_str(st, 1, arn);
+    err = fl_sqlite_done(k, st, "table docs delete");
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -955,50 +733,50 @@ out:
 
 fl_err_t fl_catalog_doc_put(fl_catalog_t *c, const char *arn, const char *kind, const char *json)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_D_PUT];
-    bind_str(st, 1, arn);
-    bind_str(st, 2, kind);
-    bind_str(st, 3, json ? json : "");
-    err = step_done(k, st, "doc put");
+    fl_sqlite_bind_str(st, 1, arn);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, json ? json : "");
+    err = fl_sqlite_done(k, st, "doc put");
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_doc_get(fl_catalog_t *c, const char *arn, const char *kind, char **json_out)
 {
     *json_out = NULL;
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = k->st[ST_D_GET];
-    bind_str(st, 1, arn);
-    bind_str(st, 2, kind);
-    fl_err_t err = step_row(k, st, "doc get");
-    if (!err) *json_out = col_strdup(st, 0);
+    fl_sqlite_bind_str(st, 1, arn);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_err_t err = fl_sqlite_row(k, st, "doc get");
+    if (!err) *json_out = fl_sqlite_col_strdup(st, 0);
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
 fl_err_t fl_catalog_doc_delete(fl_catalog_t *c, const char *arn, const char *kind)
 {
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
     if (!k) return err;
-    if ((err = tx_begin(c, k))) goto out;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
     sqlite3_stmt *st = k->st[ST_D_DEL];
-    bind_str(st, 1, arn);
-    bind_str(st, 2, kind);
-    if ((err = step_done(k, st, "doc delete"))) goto out;
+    fl_sqlite_bind_str(st, 1, arn);
+    fl_sqlite_bind_str(st, 2, kind);
+    if ((err = fl_sqlite_done(k, st, "doc delete"))) goto out;
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_NOT_FOUND;
 out:
-    err = tx_end(c, k, err);
-    conn_put(c, k);
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
     return err;
 }
 
@@ -1011,28 +789,28 @@ fl_err_t fl_catalog_doc_list(fl_catalog_t *c, const char *arn, const char *kind_
     int rc;
     *kinds = *jsons = NULL;
     *n = 0;
-    fl_conn_t *k = conn_get(c);
+    fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
     sqlite3_stmt *st = bind_range(k, ST_D_LIST, ST_D_LIST, kind_prefix, NULL, &hi);
-    bind_str(st, 1, arn);
+    fl_sqlite_bind_str(st, 1, arn);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (cnt == cap) {
             cap = cap ? cap * 2 : 8;
             ks = fl_realloc(ks, cap * sizeof *ks);
             js = fl_realloc(js, cap * sizeof *js);
         }
-        ks[cnt] = col_strdup(st, 0);
-        js[cnt] = col_strdup(st, 1);
+        ks[cnt] = fl_sqlite_col_strdup(st, 0);
+        js[cnt] = fl_sqlite_col_strdup(st, 1);
         cnt++;
     }
-    if (rc != SQLITE_DONE) { err = db_err(k, rc, "doc list"); goto out; }
+    if (rc != SQLITE_DONE) { err = fl_sqlite_err(k, rc, "doc list"); goto out; }
     *kinds = ks;
     *jsons = js;
     *n = cnt;
     ks = js = NULL;
 out:
     sqlite3_reset(st);
-    conn_put(c, k);
+    fl_sqlite_put(c->db, k);
     free(hi);
     for (size_t i = 0; ks && i < cnt; i++) { free(ks[i]); free(js[i]); }
     free(ks);
