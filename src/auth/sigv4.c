@@ -39,8 +39,6 @@
 #define STREAM_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 #define STREAM_SIGNED_TR "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 #define STREAM_UNSIGNED_TR "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
-#define MAX_SIGNED_HEADERS_LEN 4096
-#define MAX_CRED_LEN 512
 
 /* ---- small helpers ---- */
 
@@ -545,7 +543,7 @@ static bool signed_has(fl_slice_t sh, const char *name, size_t nlen)
 
 static bool signed_headers_ok(fl_slice_t sh)
 {
-    if (!sh.len || sh.len > MAX_SIGNED_HEADERS_LEN) return false;
+    if (!sh.len || sh.len > FL_SIGV4_MAX_SIGNED_HEADERS) return false;
     for (size_t i = 0; i < sh.len;) {
         size_t j = i;
         while (j < sh.len && sh.ptr[j] != ';') j++;
@@ -632,11 +630,11 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
 {
     fl_err_t e = FL_OK;
     parsed_t p;
-    char q_cred[MAX_CRED_LEN], q_date[32], q_exp[24], q_sh[MAX_SIGNED_HEADERS_LEN + 1];
+    char q_cred[FL_SIGV4_MAX_CREDENTIAL], q_date[32], q_exp[24], q_sh[FL_SIGV4_MAX_SIGNED_HEADERS + 1];
     char q_sig[80], q_alg[40], q_sha[80];
     char akid[128], date8[9], region[64], service[32], scope[160];
     char secret[128] = { 0 }, sig_given[65], sig_calc[65];
-    char payload_creq[64 + 16], sh[MAX_SIGNED_HEADERS_LEN + 1];
+    char payload_creq[64 + 16], sh[FL_SIGV4_MAX_SIGNED_HEADERS + 1];
     fl_buf_t creq;
     fl_buf_init(&creq, 64 * 1024 + 4 * (r->raw_path_len + r->raw_query_len));
     memset(&p, 0, sizeof p);

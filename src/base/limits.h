@@ -45,6 +45,8 @@
 #define FL_AWSCHUNK_MAX_CHUNK      (16 * 1024 * 1024)
 #define FL_SIGV4_MAX_SKEW_S        (15 * 60)
 #define FL_SIGV4_MAX_EXPIRES_S     604800
+#define FL_SIGV4_MAX_SIGNED_HEADERS 4096           /* SignedHeaders list */
+#define FL_SIGV4_MAX_CREDENTIAL    512            /* Credential / X-Amz-Credential value */
 
 #define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
