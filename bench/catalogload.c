@@ -377,10 +377,9 @@ static void setup(lg_conn_t *c)
         snprintf(enc, sizeof(enc), "%s", pfx); /* used verbatim, as Iceberg clients do */
     else if (cfg.warehouse)
         enc[0] = 0; /* no prefix */
-    if (enc[0])
-        snprintf(g_prefix, sizeof(g_prefix), "/%s", enc);
-    else
-        g_prefix[0] = 0;
+    g_prefix[0] = 0;
+    if (enc[0] && (size_t)snprintf(g_prefix, sizeof(g_prefix), "/%s", enc) >= sizeof(g_prefix))
+        die("prefix too long: %s", enc);
 
     snprintf(path, sizeof(path), "%s%s/namespaces", cfg.base, g_prefix);
     snprintf(body, sizeof(body), "{\"namespace\":[\"%s\"]}", cfg.ns);
