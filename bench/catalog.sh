@@ -2,9 +2,18 @@
 # bench/catalog.sh: floe's Iceberg REST catalog: loadTable req/s with 1, 8 and
 # 16 clients, and append commits/s on one table with 1, 4 and 8 clients; p50
 # and p99 latency; CPU of floe, of the load generator and of everything else.
+# The same load runs against peer catalogs in the same run (runs alternate),
+# and the report gives floe/peer ratios.
 # See bench/README.md ("Catalog benchmark"). Usage: bash bench/catalog.sh
 #
 # Environment (all optional):
+#   CATALOG_PEERS="ref seaweedfs"  peers to run beside floe ("" = none):
+#                            ref = Apache Iceberg's reference REST server
+#                            (tests/compat/restfixture.sh, Maven Central; JDBC
+#                            catalog on SQLite, local-file warehouse);
+#                            seaweedfs = SeaweedFS's Iceberg REST catalog
+#                            (weed mini), used when WEED_BIN exists
+#   WEED_BIN=bench/.cache/gobin/weed
 #   BENCH_SECONDS=4          length of one timed run
 #   BENCH_RUNS=3             runs per figure; the median is reported
 #   CATALOG_LOAD_SNAPSHOTS=50  snapshots committed to the loadTable table first
@@ -16,13 +25,24 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # ROOT, CACHE, RUN_SECONDS, RUNS, FLOE_BIN, keys, helpers
 LOAD_SNAPSHOTS=${CATALOG_LOAD_SNAPSHOTS:-50}
 LOADGEN=$CACHE/bin/catalogload
-BUDGET_S=240 # no new runs after this many seconds (whole script < 5 min)
+PEERS=${CATALOG_PEERS-ref seaweedfs}
+WEED_BIN=${WEED_BIN:-$CACHE/gobin/weed}
+BUDGET_S=240 # no new runs after this many seconds (whole script < 5 min; with peers < 10 min)
+[ -n "${PEERS// /}" ] && BUDGET_S=480
 
 bench_start catalog catalog- # OUT=bench/out/catalog-STAMP, RESULTS, DATA
 
 FLOE_PID=
+declare -A PEER_PID=() # peer -> pid (a process group leader for ref and seaweedfs)
 cleanup() {
     if [ -n "$FLOE_PID" ]; then stop_pid "$FLOE_PID"; fi
+    local p
+    for p in "${!PEER_PID[@]}"; do
+        kill -TERM -- "-${PEER_PID[$p]}" 2>/dev/null || true
+        stop_pid "${PEER_PID[$p]}"
+        kill -KILL -- "-${PEER_PID[$p]}" 2>/dev/null || true
+    done
+    PEER_PID=()
     rm -rf "$DATA"
 }
 trap cleanup EXIT
@@ -50,12 +70,68 @@ wait_http_200 "$ENDPOINT/health" 30 "$FLOE_PID" || { log "floe did not start (se
 LG=("$LOADGEN" --endpoint "$ENDPOINT" --access-key "$ACCESS_KEY" --secret-key "$SECRET_KEY"
     --bucket bench --namespace bench --server-pid "$FLOE_PID")
 
+# ---------- peers: each gets its catalogload arguments in PEER_LG[peer] ----------
+declare -A PEER_LG=() PEER_DESC=()
+start_ref() { # Apache Iceberg's reference REST catalog server (tests/compat/RestFixture.java)
+    command -v java >/dev/null || { log "ref: no java"; return 1; }
+    local cp port=$(pick_port) d=$DATA/ref
+    cp=$(bash "$ROOT/tests/compat/restfixture.sh" 2>>"$OUT/ref.log" | tail -1) || { log "ref: restfixture.sh failed (see $OUT/ref.log)"; return 1; }
+    mkdir -p "$d/wh"
+    # JDBC catalog on SQLite (its default: rollback journal, synchronous=FULL); HadoopFileIO
+    # on the local disk; its per-request INFO log is turned down, as floe's access log is.
+    env $(env | sed -n 's/^\(CATALOG_[A-Z_]*\)=.*/-u \1/p') CATALOG_REST_PORT="$port" \
+        CATALOG_URI="jdbc:sqlite:$d/catalog.db" CATALOG_WAREHOUSE="file://$d/wh" \
+        setsid java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$cp" "$ROOT/tests/compat/RestFixture.java" \
+        >>"$OUT/ref.log" 2>&1 &
+    PEER_PID[ref]=$!
+    wait_http_200 "http://127.0.0.1:$port/v1/config" 90 "${PEER_PID[ref]}" || { log "ref did not start (see $OUT/ref.log)"; return 1; }
+    PEER_LG[ref]="--endpoint http://127.0.0.1:$port --base /v1 --warehouse ref --auth none --namespace bench --server-pid ${PEER_PID[ref]}"
+    PEER_DESC[ref]="Apache Iceberg $(sed -n 's:.*<iceberg.version>\(.*\)</iceberg.version>.*:\1:p' "$ROOT/tests/compat/restfixture/pom.xml") reference REST server (RESTCatalogServer, JdbcCatalog on SQLite, HadoopFileIO on the same disk), java $(java -version 2>&1 | awk -F'"' 'NR==1 {print $2}')"
+}
+start_seaweedfs() { # SeaweedFS's Iceberg REST catalog (weed mini: master, volume, filer, S3 gateway + Iceberg)
+    [ -x "$WEED_BIN" ] || { log "seaweedfs: no $WEED_BIN (bench/README.md says how to build it)"; return 1; }
+    local d=$DATA/seaweedfs icep
+    icep=$(pick_port)
+    mkdir -p "$d"
+    # the admin identity from AWS_*; -tableBucket makes the S3 Tables bucket at start
+    AWS_ACCESS_KEY_ID=$ACCESS_KEY AWS_SECRET_ACCESS_KEY=$SECRET_KEY \
+        setsid "$WEED_BIN" mini -dir="$d" -ip=127.0.0.1 -ip.bind=127.0.0.1 -tableBucket=bench \
+        -master.port="$(pick_port)" -volume.port="$(pick_port)" -filer.port="$(pick_port)" \
+        -webdav=false -admin.ui=false -s3.port="$(pick_port)" -s3.port.iceberg="$icep" -s3.port.lance=0 \
+        >>"$OUT/seaweedfs.log" 2>&1 &
+    PEER_PID[seaweedfs]=$!
+    wait_http_200 "http://127.0.0.1:$icep/v1/config" 120 "${PEER_PID[seaweedfs]}" || { log "seaweedfs did not start (see $OUT/seaweedfs.log)"; return 1; }
+    PEER_LG[seaweedfs]="--endpoint http://127.0.0.1:$icep --access-key $ACCESS_KEY --secret-key $SECRET_KEY --base /v1 --warehouse s3://bench --auth sigv4 --sign-name ${WEED_SIGN_NAME:-s3} --namespace bench --server-pid ${PEER_PID[seaweedfs]}"
+    local ver
+    ver=$(cat "$WEED_BIN.version" 2>/dev/null || (go version -m "$WEED_BIN" 2>/dev/null || true) | awk '$1=="mod" {print $3; exit}')
+    PEER_DESC[seaweedfs]="SeaweedFS github.com/seaweedfs/seaweedfs@${ver:-?} weed mini (Iceberg REST catalog of its S3 gateway, table bucket from -tableBucket), SigV4"
+}
+UP=()
+for p in $PEERS; do
+    if "start_$p"; then UP+=("$p"); log "peer $p up"; else log "peer $p left out"; fi
+done
+
+# lg_cmd SERVER: CMD = the catalogload command line for floe or a peer
+lg_cmd() {
+    if [ "$1" = floe ]; then CMD=("${LG[@]}"); else
+        # shellcheck disable=SC2206 # PEER_LG holds words
+        CMD=("$LOADGEN" ${PEER_LG[$1]})
+    fi
+}
+run_lg() { lg_cmd "$1"; shift; "${CMD[@]}" "$@"; }
+for p in "${UP[@]}"; do : >"$OUT/results-$p.jsonl"; done
+
 # the loadTable table: created, then LOAD_SNAPSHOTS appends so its metadata is not trivial
-"${LG[@]}" --table t --setup-only 2>>"$OUT/catalogload.err"
-if [ "$LOAD_SNAPSHOTS" -gt 0 ]; then
-    "${LG[@]}" --table t --op commit --clients 1 --requests "$LOAD_SNAPSHOTS" --label prefill \
-        >>"$OUT/prefill.jsonl" 2>>"$OUT/catalogload.err"
-fi
+for srv in floe "${UP[@]}"; do
+    run_lg "$srv" --table t --setup-only 2>>"$OUT/catalogload.err"
+    if [ "$LOAD_SNAPSHOTS" -gt 0 ]; then
+        run_lg "$srv" --table t --op commit --clients 1 --requests "$LOAD_SNAPSHOTS" --label "prefill|$srv" \
+            >>"$OUT/prefill.jsonl" 2>>"$OUT/catalogload.err" || log "$srv: prefill failed"
+    fi
+    # untimed warm-up (a JVM peer compiles its hot paths): 2 s of loadTable, 4 clients
+    run_lg "$srv" --table t --op load --clients 4 --seconds 2 --label "warmup|$srv" \
+        >>"$OUT/prefill.jsonl" 2>>"$OUT/catalogload.err" || log "$srv: warm-up failed"
+done
 
 # ---------- commit cost against table size (one table, batches of 100 appends) ----------
 SCALE_BATCHES=${CATALOG_SCALE_BATCHES:-6}
@@ -77,31 +153,42 @@ FIGURES=(
 )
 P99_MAX_LOAD=5 # ms, loadTable
 
+SERVERS=(floe "${UP[@]}")
 for i in "${!FIGURES[@]}"; do
     IFS='|' read -r name op clients unit target <<<"${FIGURES[$i]}"
     for r in $(seq "$RUNS"); do
-        if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
-            log "time budget reached: skipping '$name' run $r"
-            continue
-        fi
-        table=t
-        # every commit run starts from a new, empty table (metadata grows with each append)
-        [ "$op" = commit ] && table=c${clients}r$r
-        line=$(timeout $((RUN_SECONDS + 60)) "${LG[@]}" --table "$table" --op "$op" \
-            --clients "$clients" --seconds "$RUN_SECONDS" --label "$i|$r" \
-            2>>"$OUT/catalogload.err") || true
-        if [ -z "$line" ]; then
-            log "'$name' run $r: no result (see $OUT/catalogload.err)"
-            continue
-        fi
-        echo "$line" >>"$RESULTS"
-        log "$name run $r: $(echo "$line" | jget req_s) $unit (p50 $(echo "$line" | jget p50_ms) ms," \
-            "p99 $(echo "$line" | jget p99_ms) ms; conflicts $(echo "$line" | jget conflicts);" \
-            "errors $(echo "$line" | jget errors); cpu s: floe $(echo "$line" | jget server_cpu_s)," \
-            "client $(echo "$line" | jget client_cpu_s), other $(echo "$line" | jget other_cpu_s))"
+        # the servers take turns, and the order rotates on every run
+        order=()
+        for k in "${!SERVERS[@]}"; do order+=("${SERVERS[$(((k + r - 1) % ${#SERVERS[@]}))]}"); done
+        for srv in "${order[@]}"; do
+            if [ "$(elapsed)" -ge "$BUDGET_S" ]; then
+                log "time budget reached: skipping '$name' run $r on $srv"
+                continue
+            fi
+            table=t
+            # every commit run starts from a new, empty table (metadata grows with each append)
+            [ "$op" = commit ] && table=c${clients}r$r
+            res=$RESULTS
+            [ "$srv" = floe ] || res=$OUT/results-$srv.jsonl
+            lg_cmd "$srv"
+            line=$(timeout $((RUN_SECONDS + 60)) "${CMD[@]}" --table "$table" --op "$op" \
+                --clients "$clients" --seconds "$RUN_SECONDS" --label "$i|$r" \
+                2>>"$OUT/catalogload.err") || true
+            if [ -z "$line" ]; then
+                log "$srv '$name' run $r: no result (see $OUT/catalogload.err)"
+                continue
+            fi
+            echo "$line" >>"$res"
+            log "$srv $name run $r: $(echo "$line" | jget req_s) $unit (p50 $(echo "$line" | jget p50_ms) ms," \
+                "p99 $(echo "$line" | jget p99_ms) ms; conflicts $(echo "$line" | jget conflicts);" \
+                "errors $(echo "$line" | jget errors); cpu s: server $(echo "$line" | jget server_cpu_s)," \
+                "client $(echo "$line" | jget client_cpu_s), other $(echo "$line" | jget other_cpu_s))"
+        done
     done
 done
 PEAK_RSS=$(peak_rss_mib "$FLOE_PID")
+declare -A PEER_RSS=()
+for p in "${UP[@]}"; do PEER_RSS[$p]=$(peak_rss_mib "${PEER_PID[$p]}"); done
 cleanup
 FLOE_PID=
 
@@ -178,6 +265,43 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
                v["\"p99_ms\""], v["\"resp_bytes\""] / 1024, v["\"server_cpu_s\""] * 1000 / (v["\"ops\""] > 0 ? v["\"ops\""] : 1) }' "$OUT/scale.jsonl"
     echo
     echo "floe peak RSS (VmHWM): ${PEAK_RSS:-?} MiB"
+    if [ "${#UP[@]}" -gt 0 ]; then
+        echo
+        echo "side by side: the same catalogload runs against each peer in the same run (runs alternate,"
+        echo "the order rotates); medians; ratio = floe/peer (above 1: floe ahead)"
+        for p in "${UP[@]}"; do echo "  $p: ${PEER_DESC[$p]}"; done
+        awk -v names="$(printf '%s\n' "${FIGURES[@]}" | paste -sd'#')" -v peers="${UP[*]}" "$AWK_LIB"'
+            FNR == 1 { srv = FILENAME; sub(/.*\/results-?/, "", srv); sub(/\.jsonl$/, "", srv); if (srv == "") srv = "floe" }
+            {
+                if (!match($0, /"label":"[^"]*"/)) next
+                split(substr($0, RSTART + 9, RLENGTH - 10), lb, "|")
+                if (get($0, "errors") != 0 || get($0, "ops") == 0 || get($0, "seconds") <= 0) next
+                vals[srv "|" lb[1]] = vals[srv "|" lb[1]] (vals[srv "|" lb[1]] == "" ? "" : " ") get($0, "req_s")
+                vals[srv "|" lb[1] "|p99"] = vals[srv "|" lb[1] "|p99"] (vals[srv "|" lb[1] "|p99"] == "" ? "" : " ") get($0, "p99_ms")
+            }
+            END {
+                n = split(names, nm, "#"); np = split(peers, pr, " ")
+                printf "%-36s %8s", "figure", "floe"
+                for (j = 1; j <= np; j++) printf " %10s %8s", pr[j], "ratio"
+                printf "   p99 ms: floe"
+                for (j = 1; j <= np; j++) printf " / %s", pr[j]
+                printf "\n"
+                for (i = 1; i <= n; i++) {
+                    split(nm[i], f, "|"); k = i - 1
+                    fv = med("floe|" k)
+                    printf "%-36s %8s", f[1] " (" f[4] ")", (fv == "" ? "n/a" : sprintf("%.0f", fv))
+                    p99s = (med("floe|" k "|p99") == "" ? "n/a" : sprintf("%.1f", med("floe|" k "|p99")))
+                    for (j = 1; j <= np; j++) {
+                        pv = med(pr[j] "|" k)
+                        printf " %10s %8s", (pv == "" ? "n/a" : sprintf("%.0f", pv)),
+                               (pv == "" || fv == "" || pv == 0) ? "n/a" : sprintf("%.2f", fv / pv)
+                        p99s = p99s " / " (med(pr[j] "|" k "|p99") == "" ? "n/a" : sprintf("%.1f", med(pr[j] "|" k "|p99")))
+                    }
+                    printf "   %s\n", p99s
+                }
+            }' "$RESULTS" $(for p in "${UP[@]}"; do echo "$OUT/results-$p.jsonl"; done)
+        for p in "${UP[@]}"; do echo "$p peak RSS (VmHWM): ${PEER_RSS[$p]:-?} MiB"; done
+    fi
     echo
     echo "raw results: $RESULTS; floe log: $OUT/floe.log; total $(elapsed)s"
 } | tee "$OUT/table.txt"

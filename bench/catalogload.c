@@ -3,16 +3,29 @@
  *   catalogload --endpoint http://127.0.0.1:PORT --access-key AK --secret-key SK
  *               --op load|commit --clients N (--seconds S | --requests N)
  *               [--bucket TABLE_BUCKET] [--namespace NS] [--table T]
+ *               [--base /iceberg/v1] [--warehouse W] [--prefix P]
+ *               [--auth sigv4|none|oauth] [--sign-name s3tables]
  *               [--region R] [--label L] [--server-pid PID] [--setup-only]
  *
- * Setup (untimed, one connection): creates the table bucket with the S3 Tables
- * API (PUT /buckets {"name":B}; 409 = exists, then the ARN comes from
- * GET /buckets), the namespace (POST /iceberg/v1/{prefix}/namespaces) and the
- * table (POST .../namespaces/{ns}/tables, schema {id: long}); prefix = the ARN
- * percent-encoded (':' -> %3A, '/' -> %2F). 409 on either means it exists.
+ * Any Iceberg REST catalog: --base is the REST base path (floe: /iceberg/v1,
+ * Iceberg's reference server and SeaweedFS: /v1). Setup (untimed, one
+ * connection):
+ *  - without --warehouse (floe): creates the table bucket with the S3 Tables
+ *    API (PUT /buckets {"name":B}; 409 = exists, then the ARN comes from
+ *    GET /buckets); warehouse = the ARN, prefix = the ARN percent-encoded
+ *    (':' -> %3A, '/' -> %2F);
+ *  - with --warehouse W: no S3 Tables call; the prefix is --prefix if given,
+ *    else overrides.prefix (or defaults.prefix) of GET {base}/config?warehouse=W
+ *    (verbatim, as Iceberg clients use it), else none ({base}/namespaces...);
+ *  then GET {base}/config?warehouse=..., the namespace
+ *  (POST {base}/{prefix}/namespaces) and the table (POST
+ *  .../namespaces/{ns}/tables, schema {id: long}); 409 on either means it exists.
+ * Auth: sigv4 (default; signing name --sign-name, default s3tables), none, or
+ * oauth (client_credentials at POST {base}/oauth/tokens with the access key
+ * as client_id and the secret key as client_secret, then Bearer).
  *
  * Timed phase:
- *  - load: GET /iceberg/v1/{prefix}/namespaces/{ns}/tables/{t} (loadTable);
+ *  - load: GET {base}/{prefix}/namespaces/{ns}/tables/{t} (loadTable);
  *    the body is read and discarded; counts 200s.
  *  - commit: POST to the same path, an append: requirement
  *    assert-ref-snapshot-id(main = current or null), updates add-snapshot
@@ -53,20 +66,26 @@
 #include <sys/random.h>
 
 #define RBUF_SIZE (256 * 1024)
-#define SERVICE "s3tables"
+typedef enum { AUTH_SIGV4, AUTH_NONE, AUTH_OAUTH } auth_t;
 
 typedef enum { OP_LOAD, OP_COMMIT } op_t;
 
 /* Besides the common options in lg (loadgen.h). */
 static struct {
     const char *bucket, *ns, *table;
+    const char *base;      /* REST base path, e.g. /iceberg/v1 or /v1 */
+    const char *warehouse; /* NULL: floe, via an S3 Tables table bucket */
+    const char *prefix;    /* NULL: from the config response */
+    const char *sign_name; /* SigV4 signing name */
+    auth_t auth;
     op_t op;
     bool setup_only;
 } cfg;
 
 static char g_arn[256];
-static char g_prefix[512];     /* percent-encoded ARN */
-static char g_tpath[1024];     /* /iceberg/v1/{prefix}/namespaces/{ns}/tables/{t} */
+static char g_prefix[512];     /* "" or "/" + the percent-encoded prefix */
+static char g_tpath[1024];     /* {base}{prefix}/namespaces/{ns}/tables/{t} */
+static char g_bearer[2048];    /* --auth oauth: the access token */
 static char g_warehouse[256];  /* table location, s3://... */
 
 /* ======================= requests (HTTP/1.1 + SigV4, loadgen.h) ======================= */
@@ -133,22 +152,31 @@ static int attempt(lg_conn_t *c, const char *method, const char *path, const cha
                    const char *body, size_t len, result_t *x, bool *retryable)
 {
     *retryable = false;
-    char amzdate[17], ph[65], auth[512], curi[2048];
-    lg_amzdate(amzdate);
-    if (len)
-        sha256_hex(body, len, ph);
-    else
-        memcpy(ph, EMPTY_SHA256, 65);
-    canon_uri(path, curi, sizeof(curi));
-    lg_sigv4(&c->key, SERVICE, method, curi, query, ph, amzdate, auth, sizeof(auth));
-    char clen[96] = "";
+    char amzdate[17], ph[65], auth[2600] = "", curi[2048];
+    if (cfg.auth == AUTH_SIGV4) {
+        lg_amzdate(amzdate);
+        if (len)
+            sha256_hex(body, len, ph);
+        else
+            memcpy(ph, EMPTY_SHA256, 65);
+        canon_uri(path, curi, sizeof(curi));
+        char sig[512];
+        lg_sigv4(&c->key, cfg.sign_name, method, curi, query, ph, amzdate, sig, sizeof(sig));
+        snprintf(auth, sizeof(auth), "x-amz-date: %s\r\nx-amz-content-sha256: %s\r\nAuthorization: %s\r\n",
+                 amzdate, ph, sig);
+    } else if (cfg.auth == AUTH_OAUTH && g_bearer[0]) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", g_bearer);
+    }
+    size_t plen = strlen(path);
+    const char *ctype = plen >= 7 && strcmp(path + plen - 7, "/tokens") == 0
+                            ? "application/x-www-form-urlencoded" : "application/json";
+    char clen[128] = "";
     if (len || strcmp(method, "GET") != 0)
-        snprintf(clen, sizeof(clen), "Content-Type: application/json\r\nContent-Length: %zu\r\n", len);
+        snprintf(clen, sizeof(clen), "Content-Type: %s\r\nContent-Length: %zu\r\n", ctype, len);
     int hn = snprintf(c->head, sizeof(c->head),
                       "%s %s%s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: catalogload\r\n"
-                      "Accept: application/json\r\nx-amz-date: %s\r\nx-amz-content-sha256: %s\r\n"
-                      "Authorization: %s\r\n%s\r\n",
-                      method, path, query[0] ? "?" : "", query, g_hostport, amzdate, ph, auth, clen);
+                      "Accept: application/json\r\n%s%s\r\n",
+                      method, path, query[0] ? "?" : "", query, g_hostport, auth, clen);
     if (hn < 0 || (size_t)hn >= sizeof(c->head))
         die("request head too long");
     bool was_reused = c->reused;
@@ -279,40 +307,87 @@ static bool find_arn(const char *list)
     return false;
 }
 
+/* The value of "prefix" inside the object "section" of a config response. */
+static bool config_prefix(const char *body, const char *section, char *out, size_t n)
+{
+    char pat[64];
+    snprintf(pat, sizeof(pat), "\"%s\":", section);
+    const char *p = strstr(body, pat);
+    if (!p)
+        return false;
+    const char *e = strchr(p, '}');
+    const char *q = strstr(p, "\"prefix\":\"");
+    if (!q || (e && q > e))
+        return false;
+    return json_str(q, "prefix", out, n);
+}
+
+/* --auth oauth: a client_credentials token from {base}/oauth/tokens. */
+static void oauth_token(lg_conn_t *c, result_t *x)
+{
+    char path[512], body[1024], ak[400], sk[400];
+    pct_encode(lg.access_key, ak, sizeof(ak));
+    pct_encode(lg.secret_key, sk, sizeof(sk));
+    snprintf(path, sizeof(path), "%s/oauth/tokens", cfg.base);
+    snprintf(body, sizeof(body), "grant_type=client_credentials&client_id=%s&client_secret=%s&scope=catalog",
+             ak, sk);
+    long st = request(c, "POST", path, "", body, strlen(body), true, x);
+    if (st != 200 || !json_str(x->body, "access_token", g_bearer, sizeof(g_bearer)))
+        die("POST %s: status %ld: %.400s", path, st, x->err[0] ? x->err : x->body);
+}
+
 static void setup(lg_conn_t *c)
 {
     result_t x = {0};
-    char body[1024], path[1536];
+    char body[1024], path[1536], enc[512];
     long st;
-    snprintf(body, sizeof(body), "{\"name\":\"%s\"}", cfg.bucket);
-    st = request(c, "PUT", "/buckets", "", body, strlen(body), true, &x);
-    if (st == 200) {
-        if (!json_str(x.body, "arn", g_arn, sizeof(g_arn)))
-            die("create table bucket: no arn in %.300s", x.body);
-    } else if (st == 409) {
-        /* exists: its ARN from the list (first page is enough for a bench machine) */
-        st = request(c, "GET", "/buckets", "", NULL, 0, true, &x);
-        if (st != 200 || !find_arn(x.body))
-            die("table bucket %s exists but its ARN was not found (status %ld)", cfg.bucket, st);
+    if (cfg.auth == AUTH_OAUTH)
+        oauth_token(c, &x);
+    if (cfg.warehouse) {
+        snprintf(g_arn, sizeof(g_arn), "%s", cfg.warehouse);
     } else {
-        die("create table bucket %s: status %ld: %.400s", cfg.bucket, st, x.err[0] ? x.err : x.body);
+        snprintf(body, sizeof(body), "{\"name\":\"%s\"}", cfg.bucket);
+        st = request(c, "PUT", "/buckets", "", body, strlen(body), true, &x);
+        if (st == 200) {
+            if (!json_str(x.body, "arn", g_arn, sizeof(g_arn)))
+                die("create table bucket: no arn in %.300s", x.body);
+        } else if (st == 409) {
+            /* exists: its ARN from the list (first page is enough for a bench machine) */
+            st = request(c, "GET", "/buckets", "", NULL, 0, true, &x);
+            if (st != 200 || !find_arn(x.body))
+                die("table bucket %s exists but its ARN was not found (status %ld)", cfg.bucket, st);
+        } else {
+            die("create table bucket %s: status %ld: %.400s", cfg.bucket, st, x.err[0] ? x.err : x.body);
+        }
     }
-    pct_encode(g_arn, g_prefix, sizeof(g_prefix));
+    pct_encode(g_arn, enc, sizeof(enc));
 
     /* the catalog's config for this warehouse: checks signing with a query */
     char q[600];
-    snprintf(q, sizeof(q), "warehouse=%s", g_prefix);
-    st = request(c, "GET", "/iceberg/v1/config", q, NULL, 0, true, &x);
+    snprintf(q, sizeof(q), "warehouse=%s", enc);
+    snprintf(path, sizeof(path), "%s/config", cfg.base);
+    st = request(c, "GET", path, q, NULL, 0, true, &x);
     if (st != 200)
-        die("GET /iceberg/v1/config?%s: status %ld: %.400s", q, st, x.err[0] ? x.err : x.body);
+        die("GET %s?%s: status %ld: %.400s", path, q, st, x.err[0] ? x.err : x.body);
+    char pfx[256] = "";
+    if (cfg.prefix)
+        snprintf(enc, sizeof(enc), "%s", cfg.prefix);
+    else if (cfg.warehouse && (config_prefix(x.body, "overrides", pfx, sizeof(pfx)) ||
+                               config_prefix(x.body, "defaults", pfx, sizeof(pfx))))
+        snprintf(enc, sizeof(enc), "%s", pfx); /* used verbatim, as Iceberg clients do */
+    else if (cfg.warehouse)
+        enc[0] = 0; /* no prefix */
+    g_prefix[0] = 0;
+    if (enc[0] && (size_t)snprintf(g_prefix, sizeof(g_prefix), "/%s", enc) >= sizeof(g_prefix))
+        die("prefix too long: %s", enc);
 
-    snprintf(path, sizeof(path), "/iceberg/v1/%s/namespaces", g_prefix);
+    snprintf(path, sizeof(path), "%s%s/namespaces", cfg.base, g_prefix);
     snprintf(body, sizeof(body), "{\"namespace\":[\"%s\"]}", cfg.ns);
     st = request(c, "POST", path, "", body, strlen(body), true, &x);
     if (st != 200 && st != 409)
         die("create namespace: status %ld: %.400s", st, x.err[0] ? x.err : x.body);
 
-    snprintf(path, sizeof(path), "/iceberg/v1/%s/namespaces/%s/tables", g_prefix, cfg.ns);
+    snprintf(path, sizeof(path), "%s%s/namespaces/%s/tables", cfg.base, g_prefix, cfg.ns);
     snprintf(body, sizeof(body),
              "{\"name\":\"%s\",\"schema\":{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"id\","
              "\"type\":\"long\",\"required\":true}]}}",
@@ -321,7 +396,7 @@ static void setup(lg_conn_t *c)
     if (st != 200 && st != 409)
         die("create table: status %ld: %.400s", st, x.err[0] ? x.err : x.body);
 
-    snprintf(g_tpath, sizeof(g_tpath), "/iceberg/v1/%s/namespaces/%s/tables/%s", g_prefix, cfg.ns,
+    snprintf(g_tpath, sizeof(g_tpath), "%s%s/namespaces/%s/tables/%s", cfg.base, g_prefix, cfg.ns,
              cfg.table);
     st = request(c, "GET", g_tpath, "", NULL, 0, true, &x);
     if (st != 200)
@@ -508,6 +583,8 @@ static void usage(void)
             "usage: catalogload --endpoint http://HOST:PORT --access-key AK --secret-key SK\n"
             "                   --op load|commit --clients N (--seconds S | --requests N)\n"
             "                   [--bucket TABLE_BUCKET] [--namespace NS] [--table T]\n"
+            "                   [--base /iceberg/v1] [--warehouse W] [--prefix P]\n"
+            "                   [--auth sigv4|none|oauth] [--sign-name s3tables]\n"
             "                   [--region R] [--label L] [--server-pid PID] [--setup-only]\n");
     exit(2);
 }
@@ -522,7 +599,7 @@ static bool safe_name(const char *s)
     return true;
 }
 
-static const char *g_op_arg; /* --op */
+static const char *g_op_arg, *g_auth_arg; /* --op, --auth */
 
 /* catalogload's own options (the common ones are in loadgen.h). */
 static bool own_arg(const char *a, const char *v)
@@ -531,6 +608,11 @@ static bool own_arg(const char *a, const char *v)
     else if (strcmp(a, "--namespace") == 0) cfg.ns = v;
     else if (strcmp(a, "--table") == 0) cfg.table = v;
     else if (strcmp(a, "--op") == 0) g_op_arg = v;
+    else if (strcmp(a, "--base") == 0) cfg.base = v;
+    else if (strcmp(a, "--warehouse") == 0) cfg.warehouse = v;
+    else if (strcmp(a, "--prefix") == 0) cfg.prefix = v;
+    else if (strcmp(a, "--sign-name") == 0) cfg.sign_name = v;
+    else if (strcmp(a, "--auth") == 0) g_auth_arg = v;
     else return false;
     return true;
 }
@@ -540,15 +622,25 @@ int main(int argc, char **argv)
     cfg.bucket = "bench";
     cfg.ns = "bench";
     cfg.table = "t";
+    cfg.base = "/iceberg/v1";
+    cfg.sign_name = "s3tables";
     lg_parse_args(argc, argv, "--setup-only", &cfg.setup_only, own_arg, usage);
     const char *op = g_op_arg;
-    if (!lg.endpoint || !lg.access_key || !lg.secret_key || (!op && !cfg.setup_only) ||
+    if (!lg.endpoint || (!op && !cfg.setup_only) ||
         lg.clients < 1 || lg.clients > 1024 ||
         (!cfg.setup_only && (lg.seconds <= 0) == (lg.requests <= 0)))
         usage();
     if (!op || strcmp(op, "load") == 0) cfg.op = OP_LOAD;
     else if (strcmp(op, "commit") == 0) cfg.op = OP_COMMIT;
     else usage();
+    if (!g_auth_arg || strcmp(g_auth_arg, "sigv4") == 0) cfg.auth = AUTH_SIGV4;
+    else if (strcmp(g_auth_arg, "none") == 0) cfg.auth = AUTH_NONE;
+    else if (strcmp(g_auth_arg, "oauth") == 0) cfg.auth = AUTH_OAUTH;
+    else usage();
+    if (cfg.auth != AUTH_NONE && (!lg.access_key || !lg.secret_key))
+        die("--auth sigv4 and oauth need --access-key and --secret-key");
+    if (!cfg.warehouse && cfg.auth != AUTH_SIGV4)
+        die("without --warehouse the table bucket is made with the S3 Tables API: --auth sigv4");
     if (!safe_name(cfg.bucket) || !safe_name(cfg.ns) || !safe_name(cfg.table))
         die("bucket, namespace and table must be made of [a-z0-9_-]");
     lg_parse_endpoint();

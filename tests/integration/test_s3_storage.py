@@ -119,6 +119,49 @@ def test_acknowledged_put_survives_sigkill(private):
     assert c.get_object(Bucket=b, Key="mp")["Body"].read() == p
 
 
+def test_acknowledged_small_puts_survive_sigkill_during_flood(private):
+    """SIGKILL during a flood of 4 KiB PUTs from 16 clients (PUTs share index
+    commits then): after a restart every PUT that was answered 200 reads back
+    with its own content."""
+    import threading
+    srv, c, b = private
+    acked = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def writer(t):
+        cl = make_client(srv.endpoint)
+        for i in range(400):
+            if stop.is_set():
+                return
+            key = "flood/%d/%d" % (t, i)
+            body = hashlib.sha256(key.encode()).digest() * 128  # 4 KiB
+            try:
+                r = cl.put_object(Bucket=b, Key=key, Body=body)
+            except Exception:  # noqa: BLE001 - the server is being killed
+                return
+            if r["ResponseMetadata"]["HTTPStatusCode"] == 200:
+                with lock:
+                    acked[key] = body
+
+    ts = [threading.Thread(target=writer, args=(i,)) for i in range(16)]
+    for t in ts:
+        t.start()
+    end = time.time() + 10
+    while time.time() < end and len(acked) < 300:
+        time.sleep(0.05)
+    srv.kill()
+    stop.set()
+    for t in ts:
+        t.join(30)
+    assert len(acked) >= 50, "too few PUTs before the kill: %d" % len(acked)
+    srv.start()
+    c = make_client(srv.endpoint)
+    for key, body in sorted(acked.items()):
+        assert c.get_object(Bucket=b, Key=key)["Body"].read() == body, key
+    assert h.tmp_files(srv.data_dir) == []
+
+
 @pytest.mark.parametrize("action", ["overwrite", "delete"])
 def test_read_in_progress_is_stable(private, action):
     srv, c, b = private

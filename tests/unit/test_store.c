@@ -679,6 +679,91 @@ FL_TEST(store_conditional_race)
     fl_store_close(s);
 }
 
+/* Group commit: PUTs that meet in one batch keep their own results. Each
+ * round, at a barrier: fresh keys (ok), If-None-Match: * on an existing key
+ * (precondition), a missing bucket (no bucket) and two writers of one key
+ * (both ok, one wins). */
+typedef struct gc_arg {
+    fl_store_t *s;
+    int id, round;
+    pthread_barrier_t *bar;
+    fl_err_t result;
+} gc_arg_t;
+
+static void *gc_put(void *p)
+{
+    gc_arg_t *a = p;
+    char key[48], data[96];
+    const char *bucket = "b";
+    fl_put_cond_t star = { .if_none_match_star = true }, *cond = NULL;
+    switch (a->id % 4) {
+    case 0: case 1: snprintf(key, sizeof key, "gc/%d/%d", a->round, a->id); break;
+    case 2: snprintf(key, sizeof key, "gc/exists"); cond = &star; break;
+    default: snprintf(key, sizeof key, "gc/%d/%d", a->round, a->id); bucket = "nobucket"; break;
+    }
+    if (a->id == 5) snprintf(key, sizeof key, "gc/%d/%d", a->round, 4); /* same key as id 4 */
+    snprintf(data, sizeof data, "%s#%d", key, a->id);
+    fl_blob_w_t *w;
+    a->result = fl_blob_w_open(a->s, &w);
+    if (a->result) return NULL;
+    fl_blob_w_write(w, data, strlen(data));
+    fl_obj_meta_t m = { .size = (int64_t)strlen(data) };
+    md5_hex(data, strlen(data), m.etag);
+    pthread_barrier_wait(a->bar);
+    a->result = fl_store_put(a->s, w, bucket, key, strlen(key), &m, cond);
+    return NULL;
+}
+
+FL_TEST(store_group_commit_mixed_results)
+{
+    const char *dir;
+    fl_store_t *s = open_with_bucket(&dir);
+    REQUIRE(s);
+    REQUIRE(put_str(s, "b", "gc/exists", "first") == FL_OK);
+    enum { T = 16, ROUNDS = 8 };
+    for (int round = 0; round < ROUNDS; round++) {
+        pthread_t th[T];
+        gc_arg_t args[T];
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, T);
+        for (int i = 0; i < T; i++) {
+            args[i] = (gc_arg_t){ s, i, round, &bar, FL_ERR_IO };
+            pthread_create(&th[i], NULL, gc_put, &args[i]);
+        }
+        for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&bar);
+        for (int i = 0; i < T; i++) {
+            fl_err_t want = i % 4 == 2 ? FL_ERR_PRECONDITION : i % 4 == 3 ? FL_ERR_NO_BUCKET : FL_OK;
+            CHECK_EQ(args[i].result, want);
+            if (want || i == 4 || i == 5) continue;
+            char key[48], data[96];
+            snprintf(key, sizeof key, "gc/%d/%d", round, i);
+            snprintf(data, sizeof data, "%s#%d", key, i);
+            fl_err_t e;
+            char *got = get_str(s, "b", key, strlen(key), &e);
+            CHECK_STR(got, data);
+            free(got);
+        }
+        char key[48], d4[64], d5[64];
+        snprintf(key, sizeof key, "gc/%d/4", round);
+        snprintf(d4, sizeof d4, "%s#4", key);
+        snprintf(d5, sizeof d5, "%s#5", key);
+        fl_err_t e;
+        char *got = get_str(s, "b", key, strlen(key), &e);
+        CHECK(got && (!strcmp(got, d4) || !strcmp(got, d5)));
+        free(got);
+    }
+    fl_err_t e;
+    char *got = get_str(s, "b", "gc/exists", 9, &e);
+    CHECK_STR(got, "first");
+    free(got);
+    fl_store_drain(s);
+    /* per round: ids 0, 1, 4/5 (one survives), 8, 9, 12, 13 -> 7 blobs, plus gc/exists */
+    CHECK_EQ(shard_files(s, dir), ROUNDS * 7 + 1);
+    CHECK_EQ(count_files(dir, "tmp"), 0);
+    fl_store_close(s);
+}
+
 typedef struct churn_arg {
     fl_store_t *s;
     int id;
