@@ -1,5 +1,6 @@
 /* The one SQLite layer (see sqlite.h). */
 #include "base/sqlite.h"
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +22,13 @@ fl_err_t fl_sqlite_err(fl_sqlite_conn_t *k, int rc, const char *what)
 {
     const char *label = k && k->owner ? k->owner->cfg.label : "sqlite";
     int base = rc & 0xff;
+    if (k && (base == SQLITE_FULL || (k->db && sqlite3_system_errno(k->db) == ENOSPC))) k->full = true;
     if (base == SQLITE_BUSY || base == SQLITE_LOCKED) {
         fl_warn("%s: %s: database busy", label, what);
         return FL_ERR_CONFLICT;
     }
     fl_error("%s: %s: %s (%s)", label, what, k && k->db ? sqlite3_errmsg(k->db) : "", sqlite3_errstr(rc));
-    return base == SQLITE_FULL ? FL_ERR_TOO_LARGE : FL_ERR_IO;
+    return FL_ERR_IO;
 }
 
 fl_err_t fl_sqlite_done(fl_sqlite_conn_t *k, sqlite3_stmt *st, const char *what)
@@ -130,7 +132,10 @@ fl_sqlite_conn_t *fl_sqlite_get(fl_sqlite_t *s)
     fl_sqlite_conn_t *k = s->idle;
     if (k) s->idle = k->next;
     pthread_mutex_unlock(&s->pool_mu);
-    if (k) return k;
+    if (k) {
+        k->full = false;
+        return k;
+    }
     k = conn_open(s);
     if (k && !conn_prepare(k)) {
         conn_free(k);

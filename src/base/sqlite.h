@@ -18,9 +18,11 @@
  *
  * Errors, the same for every user: SQLITE_BUSY / SQLITE_LOCKED (another
  * process held the file past the timeout; nothing was written) is
- * FL_ERR_CONFLICT, which callers may retry; SQLITE_FULL is FL_ERR_TOO_LARGE
- * (the disk is full); anything else FL_ERR_IO. Each failure is logged once
- * with the caller's label and what was being done, never with bound values. */
+ * FL_ERR_CONFLICT, which callers may retry; anything else FL_ERR_IO, with the
+ * connection's `full` flag set when the cause was a full disk (SQLITE_FULL or
+ * ENOSPC) so that a caller can free space and retry. Each failure is logged
+ * once with the caller's label and what was being done, never with bound
+ * values. */
 #ifndef FL_BASE_SQLITE_H
 #define FL_BASE_SQLITE_H
 #include <stdbool.h>
@@ -46,6 +48,7 @@ typedef struct fl_sqlite_conn {
     sqlite3 *db;
     sqlite3_stmt **st;
     bool in_tx;
+    bool full;                         /* the last error was a full disk; the caller clears it */
     struct fl_sqlite_conn *next;
     const fl_sqlite_t *owner;
 } fl_sqlite_conn_t;
