@@ -41,11 +41,9 @@
  * trades that for one fsync less per write (then the last commits can be
  * lost on power loss, and a rolled-back row may name an unlinked blob).
  *
- * Threads: a pool of SQLite connections (one per concurrently calling
- * thread, each with all statements prepared once). Writers also take an
- * in-process mutex around their transaction, so they queue on a futex rather
- * than in SQLite's sleeping busy handler; BEGIN IMMEDIATE and busy_timeout
- * still guard against other processes touching index.db (e.g. sqlite3 CLI).
+ * Threads: index.db's connections, write transactions, migrations and error
+ * convention are base/sqlite.h's (busy is FL_ERR_CONFLICT; a full disk sets
+ * the connection's `full` flag, which deletes use to release the reserve).
  *
  * Full disk: dir/reserve holds FL_STORE_RESERVE_BYTES allocated while there is
  * room. When a delete (DeleteObject, DeleteBucket, AbortMultipartUpload,
@@ -63,6 +61,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/sqlite.h"
 #include "base/time.h"
 
 #include <dirent.h>
@@ -80,7 +79,6 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <sqlite3.h>
 
 #ifndef FL_STORE_SYNC_FULL
 #define FL_STORE_SYNC_FULL 1
@@ -88,7 +86,6 @@
 
 #define ID_HEX 32                 /* blob and upload ids */
 #define GET_RETRIES 16            /* lookups retried when a blob vanished under us */
-#define BUSY_TIMEOUT_MS 30000
 #define FL_STORE_RESERVE_BYTES (1024 * 1024) /* room for delete commits on a full disk */
 #define RESERVE_STEP (64 * 1024)
 
@@ -114,7 +111,6 @@ static const char *const migrations[] = {
 /* objects.blobs: "" or "ID:SIZE[,ID:SIZE...]" in part order. */
 
 enum {
-    ST_BEGIN, ST_COMMIT, ST_ROLLBACK,
     ST_BUCKET_GET, ST_BUCKET_INS, ST_BUCKET_DEL, ST_BUCKET_LIST,
     ST_BUCKET_HASOBJ, ST_BUCKET_HASUP,
     ST_OBJ_GET, ST_OBJ_PUT, ST_OBJ_DEL, ST_LIST_GE, ST_LIST_GT,
@@ -124,9 +120,6 @@ enum {
 };
 
 static const char *const st_sql[ST_COUNT] = {
-    [ST_BEGIN] = "BEGIN IMMEDIATE",
-    [ST_COMMIT] = "COMMIT",
-    [ST_ROLLBACK] = "ROLLBACK",
     [ST_BUCKET_GET] = "SELECT created_ms FROM buckets WHERE name = ?1",
     [ST_BUCKET_INS] = "INSERT INTO buckets(name, created_ms) VALUES(?1, ?2) ON CONFLICT DO NOTHING",
     [ST_BUCKET_DEL] = "DELETE FROM buckets WHERE name = ?1",
@@ -158,20 +151,12 @@ static const char *const st_sql[ST_COUNT] = {
     [ST_PART_DEL_ALL] = "DELETE FROM parts WHERE upload_id = ?1",
 };
 
-typedef struct fl_conn {
-    sqlite3 *db;
-    sqlite3_stmt *st[ST_COUNT];
-    bool in_tx;
-    bool full;         /* the last error was a full disk (SQLITE_FULL / ENOSPC) */
-    struct fl_conn *next;
-} fl_conn_t;
+typedef fl_sqlite_conn_t fl_conn_t;
 
 struct fl_store {
     char *dir;
     int lockfd;
-    pthread_mutex_t pool_mu;   /* guards idle */
-    fl_conn_t *idle;
-    pthread_mutex_t write_mu;  /* held from BEGIN IMMEDIATE to COMMIT/ROLLBACK */
+    fl_sqlite_t *db;           /* index.db: connections, transactions, migrations */
     /* Group commit of PutObject's index updates (see the top of the file). */
     pthread_mutex_t gc_mu;     /* guards gc_head, gc_tail, gc_leader */
     pthread_cond_t gc_cv;      /* broadcast when a batch is done */
@@ -415,24 +400,6 @@ static int fsync_dir(const char *path)
     return rc;
 }
 
-static char *col_strdup(sqlite3_stmt *st, int i)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    return fl_strdup(t ? (const char *)t : "");
-}
-
-static void col_copy(sqlite3_stmt *st, int i, char *out, size_t n)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    fl_strlcpy(out, t ? (const char *)t : "", n);
-}
-
-static void bind_str(sqlite3_stmt *st, int i, const char *s)
-{
-    if (s) sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
-    else sqlite3_bind_null(st, i);
-}
-
 /* Keys are always bound as BLOBs (never NULL, never TEXT) so they compare by memcmp. */
 static void bind_key(sqlite3_stmt *st, int i, const char *k, size_t n)
 {
@@ -441,141 +408,11 @@ static void bind_key(sqlite3_stmt *st, int i, const char *k, size_t n)
 
 /* ---- connections and transactions ---- */
 
-static fl_err_t db_err(fl_conn_t *c, int rc, const char *what)
-{
-    if ((rc & 0xff) == SQLITE_FULL || sqlite3_system_errno(c->db) == ENOSPC) c->full = true;
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-        fl_warn("store: %s: database busy", what);
-        return FL_ERR_CONFLICT;
-    }
-    fl_error("store: %s: %s", what, sqlite3_errmsg(c->db));
-    return FL_ERR_IO;
-}
-
-static void conn_free(fl_conn_t *c)
-{
-    if (!c) return;
-    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(c->st[i]);
-    sqlite3_close(c->db);
-    free(c);
-}
-
-static fl_conn_t *conn_open(fl_store_t *s)
-{
-    char path[PATH_MAX];
-    fl_conn_t *c = fl_calloc(1, sizeof *c);
-    snprintf(path, sizeof path, "%s/index.db", s->dir);
-    int rc = sqlite3_open_v2(path, &c->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
-    if (rc != SQLITE_OK) {
-        fl_error("store: open %s: %s", path, c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-        goto fail;
-    }
-    sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
-    rc = sqlite3_exec(c->db, FL_STORE_SYNC_FULL ? "PRAGMA synchronous=FULL"
-                                                : "PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) { fl_error("store: pragma: %s", sqlite3_errmsg(c->db)); goto fail; }
-    return c;
-fail:
-    conn_free(c);
-    return NULL;
-}
-
-static bool conn_prepare(fl_conn_t *c)
-{
-    for (int i = 0; i < ST_COUNT; i++) {
-        if (sqlite3_prepare_v3(c->db, st_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &c->st[i], NULL)
-            != SQLITE_OK) {
-            fl_error("store: prepare \"%s\": %s", st_sql[i], sqlite3_errmsg(c->db));
-            return false;
-        }
-    }
-    return true;
-}
-
-/* Takes an idle connection or opens one; NULL on failure (logged). */
-static fl_conn_t *conn_get(fl_store_t *s)
-{
-    pthread_mutex_lock(&s->pool_mu);
-    fl_conn_t *c = s->idle;
-    if (c) s->idle = c->next;
-    pthread_mutex_unlock(&s->pool_mu);
-    if (c) {
-        c->full = false;
-        return c;
-    }
-    c = conn_open(s);
-    if (c && !conn_prepare(c)) { conn_free(c); c = NULL; }
-    return c;
-}
-
-static void conn_put(fl_store_t *s, fl_conn_t *c)
-{
-    if (!c) return;
-    /* Safety net: no statement may keep a read snapshot open while idle. */
-    for (int i = 0; i < ST_COUNT; i++)
-        if (sqlite3_stmt_busy(c->st[i])) sqlite3_reset(c->st[i]);
-    pthread_mutex_lock(&s->pool_mu);
-    c->next = s->idle;
-    s->idle = c;
-    pthread_mutex_unlock(&s->pool_mu);
-}
-
-static fl_err_t tx_begin(fl_store_t *s, fl_conn_t *c)
-{
-    pthread_mutex_lock(&s->write_mu);
-    sqlite3_stmt *st = c->st[ST_BEGIN];
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    if (rc != SQLITE_DONE) {
-        pthread_mutex_unlock(&s->write_mu);
-        return db_err(c, rc, "begin");
-    }
-    c->in_tx = true;
-    return FL_OK;
-}
-
-static fl_err_t tx_commit(fl_store_t *s, fl_conn_t *c)
-{
-    sqlite3_stmt *st = c->st[ST_COMMIT];
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    fl_err_t err = rc == SQLITE_DONE ? FL_OK : db_err(c, rc, "commit");
-    if (err && !sqlite3_get_autocommit(c->db)) {
-        sqlite3_step(c->st[ST_ROLLBACK]);
-        sqlite3_reset(c->st[ST_ROLLBACK]);
-    }
-    c->in_tx = false;
-    pthread_mutex_unlock(&s->write_mu);
-    return err;
-}
-
-static void tx_rollback(fl_store_t *s, fl_conn_t *c)
-{
-    if (!c || !c->in_tx) return;
-    for (int i = 0; i < ST_COUNT; i++)
-        if (sqlite3_stmt_busy(c->st[i])) sqlite3_reset(c->st[i]);
-    if (!sqlite3_get_autocommit(c->db)) {
-        sqlite3_step(c->st[ST_ROLLBACK]);
-        sqlite3_reset(c->st[ST_ROLLBACK]);
-    }
-    c->in_tx = false;
-    pthread_mutex_unlock(&s->write_mu);
-}
-
-/* Runs a statement expected to finish without rows (bindings already set). */
-static fl_err_t exec_st(fl_conn_t *c, sqlite3_stmt *st, const char *what)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? FL_OK : db_err(c, rc, what);
-}
-
 /* FL_OK if the bucket exists, FL_ERR_NO_BUCKET if not. */
 static fl_err_t bucket_exists(fl_conn_t *c, const char *bucket, int64_t *created)
 {
     sqlite3_stmt *st = c->st[ST_BUCKET_GET];
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     int rc = sqlite3_step(st);
     fl_err_t err = FL_OK;
     if (rc == SQLITE_ROW) {
@@ -583,7 +420,7 @@ static fl_err_t bucket_exists(fl_conn_t *c, const char *bucket, int64_t *created
     } else if (rc == SQLITE_DONE) {
         err = FL_ERR_NO_BUCKET;
     } else {
-        err = db_err(c, rc, "bucket lookup");
+        err = fl_sqlite_err(c, rc, "bucket lookup");
     }
     sqlite3_reset(st);
     return err;
@@ -596,7 +433,7 @@ static fl_err_t obj_check(fl_conn_t *c, const char *bucket, const char *key, siz
 {
     sqlite3_stmt *st = c->st[ST_OBJ_GET];
     fl_err_t err = FL_OK;
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     bind_key(st, 2, key, keylen);
     int rc = sqlite3_step(st);
     *old = NULL;
@@ -607,65 +444,17 @@ static fl_err_t obj_check(fl_conn_t *c, const char *bucket, const char *key, siz
         else if (cond && cond->if_match && strcmp(cond->if_match, "*") != 0 &&
                  !etag_eq(etag ? etag : "", cond->if_match))
             err = FL_ERR_PRECONDITION;
-        if (!err) *old = col_strdup(st, 5);
+        if (!err) *old = fl_sqlite_col_strdup(st, 5);
     } else if (rc == SQLITE_DONE) {
         if (cond && cond->if_match) err = FL_ERR_NOT_FOUND;
     } else {
-        err = db_err(c, rc, "object lookup");
+        err = fl_sqlite_err(c, rc, "object lookup");
     }
     sqlite3_reset(st);
     return err;
 }
 
 /* ---- opening, schema, sweeping ---- */
-
-static fl_err_t migrate(fl_store_t *s, fl_conn_t *c)
-{
-    fl_err_t err = FL_OK;
-    int version = 0;
-    sqlite3_stmt *st = NULL;
-    bool in_tx = false;
-    if (sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK)
-        return db_err(c, SQLITE_ERROR, "journal_mode");
-    /* Runs before the connection's statements are prepared (they need the tables). */
-    int rc = sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) return db_err(c, rc, "begin");
-    in_tx = true;
-    if (sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK ||
-        sqlite3_step(st) != SQLITE_ROW) {
-        err = db_err(c, SQLITE_ERROR, "user_version");
-        goto out;
-    }
-    version = sqlite3_column_int(st, 0);
-    if (version > SCHEMA_VERSION) {
-        fl_error("store: %s/index.db has schema %d, this build knows %d", s->dir, version,
-                 SCHEMA_VERSION);
-        err = FL_ERR_INVALID;
-        goto out;
-    }
-    for (int v = version; v < SCHEMA_VERSION; v++) {
-        char sql[64];
-        if (sqlite3_exec(c->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
-            err = db_err(c, SQLITE_ERROR, "migration");
-            goto out;
-        }
-        snprintf(sql, sizeof sql, "PRAGMA user_version=%d", v + 1);
-        if (sqlite3_exec(c->db, sql, NULL, NULL, NULL) != SQLITE_OK) {
-            err = db_err(c, SQLITE_ERROR, "user_version");
-            goto out;
-        }
-        fl_info("store: %s: schema %d -> %d", s->dir, v, v + 1);
-    }
-    sqlite3_finalize(st);
-    st = NULL;
-    rc = sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL);
-    if (rc != SQLITE_OK) { err = db_err(c, rc, "commit"); goto out; }
-    in_tx = false;
-out:
-    sqlite3_finalize(st);
-    if (in_tx) sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
-    return err;
-}
 
 static int id_cmp(const void *a, const void *b) { return memcmp(a, b, ID_HEX); }
 
@@ -704,7 +493,7 @@ static fl_err_t sweep_orphans(fl_store_t *s, fl_conn_t *c)
     size_t swept = 0;
     const char *sql = "SELECT blobs FROM objects UNION ALL SELECT blob FROM parts";
     if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-        err = db_err(c, SQLITE_ERROR, "sweep");
+        err = fl_sqlite_err(c, SQLITE_ERROR, "sweep");
         goto out;
     }
     int rc;
@@ -716,7 +505,7 @@ static fl_err_t sweep_orphans(fl_store_t *s, fl_conn_t *c)
             if (p) p++;
         }
     }
-    if (rc != SQLITE_DONE) { err = db_err(c, rc, "sweep"); goto out; }
+    if (rc != SQLITE_DONE) { err = fl_sqlite_err(c, rc, "sweep"); goto out; }
     if (set.n) qsort(set.ids, set.n, sizeof *set.ids, id_cmp);
     for (int shard = 0; shard < 256; shard++) {
         char path[PATH_MAX];
@@ -752,18 +541,12 @@ fl_store_t *fl_store_open(const char *dir)
     char path[PATH_MAX];
     s->dir = fl_strdup(dir);
     s->lockfd = -1;
-    pthread_mutex_init(&s->pool_mu, NULL);
-    pthread_mutex_init(&s->write_mu, NULL);
     pthread_mutex_init(&s->gc_mu, NULL);
     pthread_cond_init(&s->gc_cv, NULL);
     s->gc_tail = &s->gc_head;
     pthread_mutex_init(&s->reap_mu, NULL);
     pthread_cond_init(&s->reap_cv, NULL);
     pthread_mutex_init(&s->reserve_mu, NULL);
-    if (!sqlite3_threadsafe()) {
-        fl_error("store: SQLite was built without thread support");
-        goto fail;
-    }
     if (mkdir_p1(dir)) goto fail;
     snprintf(path, sizeof path, "%s/blobs", dir);
     if (mkdir_p1(path)) goto fail;
@@ -784,17 +567,20 @@ fl_store_t *fl_store_open(const char *dir)
         goto fail;
     }
 
-    c = conn_open(s);
-    if (!c || migrate(s, c) || !conn_prepare(c)) goto fail;
+    snprintf(path, sizeof path, "%s/index.db", dir);
+    fl_sqlite_cfg_t dbc = { .label = "store", .path = path, .migrations = migrations,
+                            .n_migrations = SCHEMA_VERSION, .statements = st_sql, .n_statements = ST_COUNT,
+                            .sync_normal = !FL_STORE_SYNC_FULL };
+    if (!(s->db = fl_sqlite_open(&dbc)) || !(c = fl_sqlite_get(s->db))) goto fail;
     remove_tmp(s);
     if (fl_store_sweep(s, fl_now_ms())) goto fail;
     if (sweep_orphans(s, c)) goto fail;
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     reserve_take(s);
     s->reaper_on = pthread_create(&s->reaper, NULL, reaper_main, s) == 0;
     return s;
 fail:
-    conn_free(c);
+    if (s->db) fl_sqlite_put(s->db, c);
     fl_store_close(s);
     return NULL;
 }
@@ -812,14 +598,8 @@ void fl_store_close(fl_store_t *s)
     }
     pthread_cond_destroy(&s->reap_cv);
     pthread_mutex_destroy(&s->reap_mu);
-    while (s->idle) {
-        fl_conn_t *c = s->idle;
-        s->idle = c->next;
-        conn_free(c);
-    }
+    fl_sqlite_close(s->db);
     if (s->lockfd >= 0) close(s->lockfd);
-    pthread_mutex_destroy(&s->pool_mu);
-    pthread_mutex_destroy(&s->write_mu);
     pthread_mutex_destroy(&s->reserve_mu);
     pthread_cond_destroy(&s->gc_cv);
     pthread_mutex_destroy(&s->gc_mu);
@@ -833,41 +613,41 @@ static fl_err_t upload_drop(fl_conn_t *c, const char *upload_id, char (**ids)[ID
                             size_t *nids)
 {
     sqlite3_stmt *st = c->st[ST_PART_ALL];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         *ids = fl_realloc(*ids, (*nids + 1) * sizeof **ids);
-        col_copy(st, 3, (*ids)[(*nids)++], ID_HEX + 1);
+        fl_sqlite_col_copy(st, 3, (*ids)[(*nids)++], ID_HEX + 1);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE) return db_err(c, rc, "upload parts");
+    if (rc != SQLITE_DONE) return fl_sqlite_err(c, rc, "upload parts");
     sqlite3_bind_text(c->st[ST_PART_DEL_ALL], 1, upload_id, -1, SQLITE_STATIC);
-    fl_err_t err = exec_st(c, c->st[ST_PART_DEL_ALL], "delete parts");
+    fl_err_t err = fl_sqlite_done(c, c->st[ST_PART_DEL_ALL], "delete parts");
     if (err) return err;
     sqlite3_bind_text(c->st[ST_UP_DEL], 1, upload_id, -1, SQLITE_STATIC);
-    return exec_st(c, c->st[ST_UP_DEL], "delete upload");
+    return fl_sqlite_done(c, c->st[ST_UP_DEL], "delete upload");
 }
 
 fl_err_t fl_store_sweep(fl_store_t *s, int64_t now_ms)
 {
     fl_err_t err = FL_OK;
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     char (*ids)[ID_HEX + 1] = NULL;
     size_t nids = 0, nup = 0;
     if (!c) return FL_ERR_IO;
     for (;;) {  /* batches, so a huge backlog does not hold the write lock long */
         char batch[256][65];
         size_t nb = 0;
-        if ((err = tx_begin(s, c))) goto out;
+        if ((err = fl_sqlite_begin(s->db, c))) goto out;
         sqlite3_stmt *st = c->st[ST_UP_STALE];
         sqlite3_bind_int64(st, 1, now_ms - (int64_t)FL_STALE_UPLOAD_S * 1000);
         int rc = SQLITE_DONE;
-        while (nb < 256 && (rc = sqlite3_step(st)) == SQLITE_ROW) col_copy(st, 0, batch[nb++], 65);
+        while (nb < 256 && (rc = sqlite3_step(st)) == SQLITE_ROW) fl_sqlite_col_copy(st, 0, batch[nb++], 65);
         sqlite3_reset(st);
-        if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = db_err(c, rc, "sweep uploads"); goto out; }
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = fl_sqlite_err(c, rc, "sweep uploads"); goto out; }
         for (size_t i = 0; i < nb && !err; i++) err = upload_drop(c, batch[i], &ids, &nids);
         if (err) goto out;
-        if ((err = tx_commit(s, c))) goto out;
+        if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
         for (size_t i = 0; i < nids; i++) unlink_blob(s, ids[i]);
         nids = 0;
         nup += nb;
@@ -875,8 +655,8 @@ fl_err_t fl_store_sweep(fl_store_t *s, int64_t now_ms)
     }
     if (nup) fl_info("store: %s: swept %zu stale multipart upload(s)", s->dir, nup);
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     free(ids);
     return err;
 }
@@ -887,19 +667,19 @@ fl_err_t fl_store_bucket_create(fl_store_t *s, const char *name)
 {
     if (!name || !*name || strlen(name) >= sizeof ((fl_bucket_info_t *)0)->name)
         return FL_ERR_INVALID;
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err;
     if (!c) return FL_ERR_IO;
-    if ((err = tx_begin(s, c))) goto out;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     sqlite3_stmt *st = c->st[ST_BUCKET_INS];
-    bind_str(st, 1, name);
+    fl_sqlite_bind_str(st, 1, name);
     sqlite3_bind_int64(st, 2, fl_now_ms());
-    if ((err = exec_st(c, st, "bucket create"))) goto out;
+    if ((err = fl_sqlite_done(c, st, "bucket create"))) goto out;
     if (sqlite3_changes(c->db) == 0) { err = FL_ERR_EXISTS; goto out; }
-    err = tx_commit(s, c);
+    err = fl_sqlite_end(s->db, c, FL_OK);
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -916,37 +696,37 @@ static fl_err_t bucket_delete_tx(fl_store_t *s, fl_conn_t *c, const char *name)
 {
     fl_err_t err;
     int rc;
-    if ((err = tx_begin(s, c))) goto out;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = bucket_exists(c, name, NULL))) goto out;
     for (int which = ST_BUCKET_HASOBJ; which <= ST_BUCKET_HASUP; which++) {
         sqlite3_stmt *st = c->st[which];
-        bind_str(st, 1, name);
+        fl_sqlite_bind_str(st, 1, name);
         rc = sqlite3_step(st);
         sqlite3_reset(st);
         if (rc == SQLITE_ROW) { err = FL_ERR_NOT_EMPTY; goto out; }
-        if (rc != SQLITE_DONE) { err = db_err(c, rc, "bucket delete"); goto out; }
+        if (rc != SQLITE_DONE) { err = fl_sqlite_err(c, rc, "bucket delete"); goto out; }
     }
-    bind_str(c->st[ST_BUCKET_DEL], 1, name);
-    if ((err = exec_st(c, c->st[ST_BUCKET_DEL], "bucket delete"))) goto out;
-    err = tx_commit(s, c);
+    fl_sqlite_bind_str(c->st[ST_BUCKET_DEL], 1, name);
+    if ((err = fl_sqlite_done(c, c->st[ST_BUCKET_DEL], "bucket delete"))) goto out;
+    err = fl_sqlite_end(s->db, c, FL_OK);
 out:
-    tx_rollback(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
     return err;
 }
 
 fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = bucket_delete_tx(s, c, name);
     if (retry_full(s, c, err)) err = bucket_delete_tx(s, c, name);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
 fl_err_t fl_store_bucket_head(fl_store_t *s, const char *name, fl_bucket_info_t *out)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     int64_t created = 0;
     if (!c) return FL_ERR_IO;
     fl_err_t err = bucket_exists(c, name, &created);
@@ -954,13 +734,13 @@ fl_err_t fl_store_bucket_head(fl_store_t *s, const char *name, fl_bucket_info_t 
         fl_strlcpy(out->name, name, sizeof out->name);
         out->created_ms = created;
     }
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
 fl_err_t fl_store_bucket_list(fl_store_t *s, fl_bucket_info_t **out, size_t *n)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_OK;
     fl_bucket_info_t *v = NULL;
     size_t nv = 0, alloc = 0;
@@ -974,19 +754,19 @@ fl_err_t fl_store_bucket_list(fl_store_t *s, fl_bucket_info_t **out, size_t *n)
             alloc = alloc ? alloc * 2 : 16;
             v = fl_realloc(v, alloc * sizeof *v);
         }
-        col_copy(st, 0, v[nv].name, sizeof v[nv].name);
+        fl_sqlite_col_copy(st, 0, v[nv].name, sizeof v[nv].name);
         v[nv++].created_ms = sqlite3_column_int64(st, 1);
     }
     sqlite3_reset(st);
     if (rc != SQLITE_DONE) {
-        err = db_err(c, rc, "bucket list");
+        err = fl_sqlite_err(c, rc, "bucket list");
         free(v);
         goto out;
     }
     *out = v;
     *n = nv;
 out:
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1146,33 +926,33 @@ static void put_batch_commit(fl_store_t *s, struct put_item *batch)
     fl_err_t err = FL_OK;
     fl_conn_t *c = NULL;
     for (struct put_item *it = batch; it; it = it->next) it->err = FL_OK;
-    if (!(c = conn_get(s))) { err = FL_ERR_IO; goto out; }
-    if ((err = tx_begin(s, c))) goto out;
+    if (!(c = fl_sqlite_get(s->db))) { err = FL_ERR_IO; goto out; }
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     for (struct put_item *it = batch; it; it = it->next) {
         if (it->err) continue;
         if ((it->err = bucket_exists(c, it->bucket, NULL))) continue;
         if ((it->err = obj_check(c, it->bucket, it->key, it->keylen, it->cond, &it->old, NULL)))
             continue;
         sqlite3_stmt *st = c->st[ST_OBJ_PUT];
-        bind_str(st, 1, it->bucket);
+        fl_sqlite_bind_str(st, 1, it->bucket);
         bind_key(st, 2, it->key, it->keylen);
         sqlite3_bind_int64(st, 3, it->meta->size);
-        bind_str(st, 4, it->meta->etag);
+        fl_sqlite_bind_str(st, 4, it->meta->etag);
         sqlite3_bind_int64(st, 5, it->meta->mtime_ms);
         sqlite3_bind_int(st, 6, 0);
-        bind_str(st, 7, it->meta->headers);
-        bind_str(st, 8, it->blobs);
-        if ((it->err = exec_st(c, st, "put"))) {
+        fl_sqlite_bind_str(st, 7, it->meta->headers);
+        fl_sqlite_bind_str(st, 8, it->blobs);
+        if ((it->err = fl_sqlite_done(c, st, "put"))) {
             free(it->old);
             it->old = NULL;
             /* An I/O error or a full disk can end the whole transaction. */
             if (sqlite3_get_autocommit(c->db)) { err = it->err; goto out; }
         }
     }
-    err = tx_commit(s, c);
+    err = fl_sqlite_end(s->db, c, FL_OK);
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     if (err) {
         for (struct put_item *it = batch; it; it = it->next) {
             if (!it->err) it->err = err;
@@ -1246,27 +1026,27 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket, const c
 static void row_meta(sqlite3_stmt *st, fl_obj_meta_t *m)
 {
     m->size = sqlite3_column_int64(st, 0);
-    col_copy(st, 1, m->etag, sizeof m->etag);
+    fl_sqlite_col_copy(st, 1, m->etag, sizeof m->etag);
     m->mtime_ms = sqlite3_column_int64(st, 2);
     m->parts = sqlite3_column_int(st, 3);
-    m->headers = col_strdup(st, 4);
+    m->headers = fl_sqlite_col_strdup(st, 4);
 }
 
 fl_err_t fl_store_head(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                        fl_obj_meta_t *out)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_OK;
     if (!c) return FL_ERR_IO;
     sqlite3_stmt *st = c->st[ST_OBJ_GET];
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     bind_key(st, 2, key, keylen);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) row_meta(st, out);
     sqlite3_reset(st);
     if (rc == SQLITE_DONE) err = bucket_exists(c, bucket, NULL) ? FL_ERR_NO_BUCKET : FL_ERR_NOT_FOUND;
-    else if (rc != SQLITE_ROW) err = db_err(c, rc, "head");
-    conn_put(s, c);
+    else if (rc != SQLITE_ROW) err = fl_sqlite_err(c, rc, "head");
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1324,13 +1104,13 @@ corrupt:
 fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                       fl_obj_t **out)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_ERR_IO;
     *out = NULL;
     if (!c) return FL_ERR_IO;
     sqlite3_stmt *st = c->st[ST_OBJ_GET];
     for (int attempt = 0; attempt < GET_RETRIES; attempt++) {
-        bind_str(st, 1, bucket);
+        fl_sqlite_bind_str(st, 1, bucket);
         bind_key(st, 2, key, keylen);
         int rc = sqlite3_step(st);
         if (rc == SQLITE_DONE) {
@@ -1338,7 +1118,7 @@ fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t
             err = bucket_exists(c, bucket, NULL) ? FL_ERR_NO_BUCKET : FL_ERR_NOT_FOUND;
             goto out;
         }
-        if (rc != SQLITE_ROW) { sqlite3_reset(st); err = db_err(c, rc, "get"); goto out; }
+        if (rc != SQLITE_ROW) { sqlite3_reset(st); err = fl_sqlite_err(c, rc, "get"); goto out; }
         const unsigned char *list = sqlite3_column_text(st, 5);
         err = open_blobs(s, list ? (const char *)list : "", out);
         if (!err) row_meta(st, &(*out)->meta);
@@ -1348,7 +1128,7 @@ fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t
     fl_error("store: get %s: blob missing for an index row", bucket);
     err = FL_ERR_IO;
 out:
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1359,17 +1139,17 @@ static fl_err_t delete_tx(fl_store_t *s, fl_conn_t *c, const char *bucket, const
     char *old = NULL;
     bool existed = false;
     fl_put_cond_t dcond = { .if_match = cond ? cond->if_match : NULL };
-    if ((err = tx_begin(s, c))) goto out;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = bucket_exists(c, bucket, NULL))) goto out;
     if ((err = obj_check(c, bucket, key, keylen, &dcond, &old, &existed))) goto out;
     if (!existed) goto out;
-    bind_str(c->st[ST_OBJ_DEL], 1, bucket);
+    fl_sqlite_bind_str(c->st[ST_OBJ_DEL], 1, bucket);
     bind_key(c->st[ST_OBJ_DEL], 2, key, keylen);
-    if ((err = exec_st(c, c->st[ST_OBJ_DEL], "delete"))) goto out;
-    if ((err = tx_commit(s, c))) goto out;
+    if ((err = fl_sqlite_done(c, c->st[ST_OBJ_DEL], "delete"))) goto out;
+    if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
     unlink_blob_list(s, old);
 out:
-    tx_rollback(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
     free(old);
     return err;
 }
@@ -1377,11 +1157,11 @@ out:
 fl_err_t fl_store_delete(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                          const fl_put_cond_t *cond)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = delete_tx(s, c, bucket, key, keylen, cond);
     if (retry_full(s, c, err)) err = delete_tx(s, c, bucket, key, keylen, cond);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1431,7 +1211,7 @@ fl_err_t fl_store_list(fl_store_t *s, const char *bucket, const char *prefix,
     plen = strlen(prefix);
     dlen = delimiter ? strlen(delimiter) : 0;
     salen = start_after ? strlen(start_after) : 0;
-    if (!(c = conn_get(s))) return FL_ERR_IO;
+    if (!(c = fl_sqlite_get(s->db))) return FL_ERR_IO;
     if ((err = bucket_exists(c, bucket, NULL))) goto out;
     if (max_keys <= 0) goto out;
 
@@ -1447,7 +1227,7 @@ fl_err_t fl_store_list(fl_store_t *s, const char *bucket, const char *prefix,
 
     while (!done) {
         st = c->st[excl ? ST_LIST_GT : ST_LIST_GE];
-        bind_str(st, 1, bucket);
+        fl_sqlite_bind_str(st, 1, bucket);
         bind_key(st, 2, (const char *)seek, seeklen);
         bool reseek = false;
         int rc = SQLITE_DONE;
@@ -1489,11 +1269,11 @@ fl_err_t fl_store_list(fl_store_t *s, const char *bucket, const char *prefix,
             e->keylen = klen;
             e->size = sqlite3_column_int64(st, 1);
             e->mtime_ms = sqlite3_column_int64(st, 2);
-            col_copy(st, 3, e->etag, sizeof e->etag);
+            fl_sqlite_col_copy(st, 3, e->etag, sizeof e->etag);
             count++;
         }
         if (!reseek && !done) {
-            if (rc != SQLITE_DONE) { err = db_err(c, rc, "list"); goto out; }
+            if (rc != SQLITE_DONE) { err = fl_sqlite_err(c, rc, "list"); goto out; }
             done = true;
         }
         sqlite3_reset(st);
@@ -1508,7 +1288,7 @@ fl_err_t fl_store_list(fl_store_t *s, const char *bucket, const char *prefix,
     }
 out:
     if (st) sqlite3_reset(st);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     free(seek);
     if (err) fl_list_res_free(out);
     return err;
@@ -1539,7 +1319,7 @@ static fl_err_t upload_check(fl_conn_t *c, const char *bucket, const char *key, 
     if ((err = bucket_exists(c, bucket, NULL))) return err;
     if (!upload_id) return FL_ERR_NO_UPLOAD;
     sqlite3_stmt *st = c->st[ST_UP_GET];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         const char *b = (const char *)sqlite3_column_text(st, 0);
@@ -1548,9 +1328,9 @@ static fl_err_t upload_check(fl_conn_t *c, const char *bucket, const char *key, 
         if (!b || strcmp(b, bucket) != 0 || kn != keylen || (kn && memcmp(k, key, kn) != 0))
             err = FL_ERR_NO_UPLOAD;
         else if (headers)
-            *headers = col_strdup(st, 2);
+            *headers = fl_sqlite_col_strdup(st, 2);
     } else {
-        err = rc == SQLITE_DONE ? FL_ERR_NO_UPLOAD : db_err(c, rc, "upload lookup");
+        err = rc == SQLITE_DONE ? FL_ERR_NO_UPLOAD : fl_sqlite_err(c, rc, "upload lookup");
     }
     sqlite3_reset(st);
     return err;
@@ -1563,22 +1343,22 @@ fl_err_t fl_store_mpu_create(fl_store_t *s, const char *bucket, const char *key,
     fl_err_t err;
     char id[ID_HEX + 1];
     if ((err = check_key(key, keylen))) return err;
-    if (!(c = conn_get(s))) return FL_ERR_IO;
+    if (!(c = fl_sqlite_get(s->db))) return FL_ERR_IO;
     new_id(id);
-    if ((err = tx_begin(s, c))) goto out;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = bucket_exists(c, bucket, NULL))) goto out;
     sqlite3_stmt *st = c->st[ST_UP_INS];
-    bind_str(st, 1, id);
-    bind_str(st, 2, bucket);
+    fl_sqlite_bind_str(st, 1, id);
+    fl_sqlite_bind_str(st, 2, bucket);
     bind_key(st, 3, key, keylen);
-    bind_str(st, 4, headers);
+    fl_sqlite_bind_str(st, 4, headers);
     sqlite3_bind_int64(st, 5, fl_now_ms());
-    if ((err = exec_st(c, st, "upload create"))) goto out;
-    if ((err = tx_commit(s, c))) goto out;
+    if ((err = fl_sqlite_done(c, st, "upload create"))) goto out;
+    if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
     memcpy(upload_id_out, id, ID_HEX + 1);
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1601,28 +1381,28 @@ fl_err_t fl_store_mpu_put_part(fl_store_t *s, const char *bucket, const char *ke
     }
     int64_t size = w->size;
     if ((err = blob_publish(w, false, id))) return err;
-    if (!(c = conn_get(s))) { err = FL_ERR_IO; goto out; }
-    if ((err = tx_begin(s, c))) goto out;
+    if (!(c = fl_sqlite_get(s->db))) { err = FL_ERR_IO; goto out; }
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = upload_check(c, bucket, key, keylen, upload_id, NULL))) goto out;
     sqlite3_stmt *st = c->st[ST_PART_GET];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     sqlite3_bind_int(st, 2, number);
-    if (sqlite3_step(st) == SQLITE_ROW) col_copy(st, 0, old, sizeof old);
+    if (sqlite3_step(st) == SQLITE_ROW) fl_sqlite_col_copy(st, 0, old, sizeof old);
     sqlite3_reset(st);
     st = c->st[ST_PART_PUT];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     sqlite3_bind_int(st, 2, number);
-    bind_str(st, 3, tag);
+    fl_sqlite_bind_str(st, 3, tag);
     sqlite3_bind_int64(st, 4, size);
     sqlite3_bind_int64(st, 5, fl_now_ms());
-    bind_str(st, 6, headers);
-    bind_str(st, 7, id);
-    if ((err = exec_st(c, st, "put part"))) goto out;
-    if ((err = tx_commit(s, c))) goto out;
+    fl_sqlite_bind_str(st, 6, headers);
+    fl_sqlite_bind_str(st, 7, id);
+    if ((err = fl_sqlite_done(c, st, "put part"))) goto out;
+    if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
     if (old[0]) unlink_blob(s, old);
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     if (err && id[0]) unlink_blob(s, id);
     return err;
 }
@@ -1632,7 +1412,7 @@ fl_err_t fl_store_mpu_parts(fl_store_t *s, const char *bucket, const char *key, 
                             fl_part_info_t **out, size_t *n, bool *truncated,
                             char **upload_headers)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err;
     fl_part_info_t *v = NULL;
     size_t nv = 0;
@@ -1646,7 +1426,7 @@ fl_err_t fl_store_mpu_parts(fl_store_t *s, const char *bucket, const char *key, 
     if (max > FL_S3_MAX_PARTS) max = FL_S3_MAX_PARTS;
     if ((err = upload_check(c, bucket, key, keylen, upload_id, upload_headers))) goto out;
     sqlite3_stmt *st = c->st[ST_PART_LIST];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     sqlite3_bind_int(st, 2, after);
     sqlite3_bind_int64(st, 3, (int64_t)max + 1);
     v = fl_calloc((size_t)max + 1, sizeof *v);
@@ -1654,20 +1434,20 @@ fl_err_t fl_store_mpu_parts(fl_store_t *s, const char *bucket, const char *key, 
         if (nv == (size_t)max) { *truncated = true; break; }
         fl_part_info_t *p = &v[nv++];
         p->number = sqlite3_column_int(st, 0);
-        col_copy(st, 1, p->etag, sizeof p->etag);
+        fl_sqlite_col_copy(st, 1, p->etag, sizeof p->etag);
         p->size = sqlite3_column_int64(st, 2);
         p->mtime_ms = sqlite3_column_int64(st, 3);
-        p->headers = col_strdup(st, 4);
+        p->headers = fl_sqlite_col_strdup(st, 4);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = db_err(c, rc, "list parts"); goto out; }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = fl_sqlite_err(c, rc, "list parts"); goto out; }
     *out = v;
     *n = nv;
     v = NULL;
 out:
     if (err && upload_headers) { free(*upload_headers); *upload_headers = NULL; }
     fl_part_infos_free(v, nv);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1703,14 +1483,14 @@ fl_err_t fl_store_mpu_complete(fl_store_t *s, const char *bucket, const char *ke
     fl_buf_init(&blobs, 0);
     if (nparts == 0 || !parts) return FL_ERR_INVALID;
     if (nparts > FL_S3_MAX_PARTS) return FL_ERR_INVALID;
-    if (!(c = conn_get(s))) return FL_ERR_IO;
-    if ((err = tx_begin(s, c))) goto out;
+    if (!(c = fl_sqlite_get(s->db))) return FL_ERR_IO;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = upload_check(c, bucket, key, keylen, upload_id, &up_headers))) goto out;
     for (size_t i = 1; i < nparts; i++)
         if (parts[i].number <= parts[i - 1].number) { err = FL_ERR_PART_ORDER; goto out; }
 
     sqlite3_stmt *st = c->st[ST_PART_ALL];
-    bind_str(st, 1, upload_id);
+    fl_sqlite_bind_str(st, 1, upload_id);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if (nrows == alloc) {
             alloc = alloc ? alloc * 2 : 16;
@@ -1719,12 +1499,12 @@ fl_err_t fl_store_mpu_complete(fl_store_t *s, const char *bucket, const char *ke
         part_row_t *r = &rows[nrows++];
         r->number = sqlite3_column_int(st, 0);
         r->used = false;
-        col_copy(st, 1, r->etag, sizeof r->etag);
+        fl_sqlite_col_copy(st, 1, r->etag, sizeof r->etag);
         r->size = sqlite3_column_int64(st, 2);
-        col_copy(st, 3, r->blob, sizeof r->blob);
+        fl_sqlite_col_copy(st, 3, r->blob, sizeof r->blob);
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE) { err = db_err(c, rc, "complete"); goto out; }
+    if (rc != SQLITE_DONE) { err = fl_sqlite_err(c, rc, "complete"); goto out; }
 
     md = EVP_MD_CTX_new();
     if (!md || !EVP_DigestInit_ex(md, EVP_md5(), NULL)) { err = FL_ERR_IO; goto out; }
@@ -1756,20 +1536,20 @@ fl_err_t fl_store_mpu_complete(fl_store_t *s, const char *bucket, const char *ke
 
     const char *final_headers = headers ? headers : up_headers;
     st = c->st[ST_OBJ_PUT];
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     bind_key(st, 2, key, keylen);
     sqlite3_bind_int64(st, 3, total);
-    bind_str(st, 4, etag);
+    fl_sqlite_bind_str(st, 4, etag);
     sqlite3_bind_int64(st, 5, now);
     sqlite3_bind_int(st, 6, (int)nparts);
-    bind_str(st, 7, final_headers);
-    bind_str(st, 8, blobs.ptr ? blobs.ptr : "");
-    if ((err = exec_st(c, st, "complete"))) goto out;
+    fl_sqlite_bind_str(st, 7, final_headers);
+    fl_sqlite_bind_str(st, 8, blobs.ptr ? blobs.ptr : "");
+    if ((err = fl_sqlite_done(c, st, "complete"))) goto out;
     sqlite3_bind_text(c->st[ST_PART_DEL_ALL], 1, upload_id, -1, SQLITE_STATIC);
-    if ((err = exec_st(c, c->st[ST_PART_DEL_ALL], "complete"))) goto out;
+    if ((err = fl_sqlite_done(c, c->st[ST_PART_DEL_ALL], "complete"))) goto out;
     sqlite3_bind_text(c->st[ST_UP_DEL], 1, upload_id, -1, SQLITE_STATIC);
-    if ((err = exec_st(c, c->st[ST_UP_DEL], "complete"))) goto out;
-    if ((err = tx_commit(s, c))) goto out;
+    if ((err = fl_sqlite_done(c, c->st[ST_UP_DEL], "complete"))) goto out;
+    if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
 
     unlink_blob_list(s, old);
     for (size_t i = 0; i < nrows; i++)
@@ -1783,8 +1563,8 @@ fl_err_t fl_store_mpu_complete(fl_store_t *s, const char *bucket, const char *ke
         meta_out->headers = fl_strdup(final_headers ? final_headers : "");
     }
 out:
-    tx_rollback(s, c);
-    conn_put(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
+    fl_sqlite_put(s->db, c);
     EVP_MD_CTX_free(md);
     fl_buf_free(&blobs);
     free(rows);
@@ -1799,13 +1579,13 @@ static fl_err_t mpu_abort_tx(fl_store_t *s, fl_conn_t *c, const char *bucket, co
     fl_err_t err;
     char (*ids)[ID_HEX + 1] = NULL;
     size_t nids = 0;
-    if ((err = tx_begin(s, c))) goto out;
+    if ((err = fl_sqlite_begin(s->db, c))) goto out;
     if ((err = upload_check(c, bucket, key, keylen, upload_id, NULL))) goto out;
     if ((err = upload_drop(c, upload_id, &ids, &nids))) goto out;
-    if ((err = tx_commit(s, c))) goto out;
+    if ((err = fl_sqlite_end(s->db, c, FL_OK))) goto out;
     for (size_t i = 0; i < nids; i++) unlink_blob(s, ids[i]);
 out:
-    tx_rollback(s, c);
+    fl_sqlite_end(s->db, c, FL_ERR_IO);
     free(ids);
     return err;
 }
@@ -1813,11 +1593,11 @@ out:
 fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                             const char *upload_id)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = mpu_abort_tx(s, c, bucket, key, keylen, upload_id);
     if (retry_full(s, c, err)) err = mpu_abort_tx(s, c, bucket, key, keylen, upload_id);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
 
@@ -1825,7 +1605,7 @@ fl_err_t fl_store_mpu_list(fl_store_t *s, const char *bucket, const char *prefix
                            const char *key_marker, const char *upload_id_marker, int max,
                            fl_upload_info_t **out, size_t *n, bool *truncated)
 {
-    fl_conn_t *c = conn_get(s);
+    fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err;
     fl_upload_info_t *v = NULL;
     size_t nv = 0, alloc = 0, plen, mlen = 0;
@@ -1846,7 +1626,7 @@ fl_err_t fl_store_mpu_list(fl_store_t *s, const char *bucket, const char *prefix
     if (max <= 0) goto out;
     if (key_marker && upload_id_marker) {
         sqlite3_stmt *st = c->st[ST_UP_GET];
-        bind_str(st, 1, upload_id_marker);
+        fl_sqlite_bind_str(st, 1, upload_id_marker);
         if (sqlite3_step(st) == SQLITE_ROW) {
             have_mcreated = true;
             mcreated = sqlite3_column_int64(st, 3);
@@ -1855,7 +1635,7 @@ fl_err_t fl_store_mpu_list(fl_store_t *s, const char *bucket, const char *prefix
     }
     seek = key_marker && strcmp(key_marker, prefix) > 0 ? key_marker : prefix;
     sqlite3_stmt *st = c->st[ST_UP_LIST];
-    bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 1, bucket);
     bind_key(st, 2, seek, strlen(seek));
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *k = sqlite3_column_blob(st, 0);
@@ -1885,12 +1665,12 @@ fl_err_t fl_store_mpu_list(fl_store_t *s, const char *bucket, const char *prefix
         u->created_ms = created;
     }
     sqlite3_reset(st);
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = db_err(c, rc, "list uploads"); goto out; }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) { err = fl_sqlite_err(c, rc, "list uploads"); goto out; }
     *out = v;
     *n = nv;
     v = NULL;
 out:
     fl_upload_infos_free(v, nv);
-    conn_put(s, c);
+    fl_sqlite_put(s->db, c);
     return err;
 }
