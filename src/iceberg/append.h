@@ -43,6 +43,10 @@ typedef struct fl_table_ops {
     fl_err_t (*put_file)(void *ctx, const char *uri, int fd, uint64_t size);
     fl_err_t (*get)(void *ctx, const char *uri, fl_buf_t *out);
     fl_err_t (*del)(void *ctx, const char *uri);
+    /* Optional (NULL = the storage cannot list): fn for every object whose location starts
+     * with prefix, with its size and mtime (-1 unknown). Used by maintenance (expire.h). */
+    fl_err_t (*list)(void *ctx, const char *prefix,
+                     fl_err_t (*fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms), void *arg);
 } fl_table_ops_t;
 
 typedef struct fl_append_opts {

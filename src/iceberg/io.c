@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
 #include <sys/stat.h>
+#include <time.h>
+#include "net/xml.h"
 #include <unistd.h>
 
 #define MIB (1024ull * 1024)
@@ -589,6 +592,156 @@ fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err)
         if (e == FL_ERR_NOT_FOUND && strcmp(err->type, "NoSuchBucket")) e = FL_OK;
     } else if (e == FL_ERR_NOT_FOUND) {
         e = unlink(path.ptr) && errno != ENOENT ? errno_err(err, "unlink", path.ptr) : FL_OK;
+    }
+    fl_buf_free(&path);
+    return e;
+}
+
+/* ---- listing ---- */
+
+/* "2024-05-01T12:34:56.789Z" -> ms since the epoch, -1 if malformed. */
+static int64_t parse_iso_ms(const char *s)
+{
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int ms = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                     &tm.tm_min, &tm.tm_sec) != 6)
+        return -1;
+    const char *dot = strchr(s, '.');
+    if (dot) ms = atoi(dot + 1) % 1000;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    return t < 0 ? -1 : (int64_t)t * 1000 + ms;
+}
+
+static fl_err_t s3_list(fl_io_t *io, const char *prefix, const fl_s3_loc_t *loc, fl_io_list_fn fn, void *arg,
+                        fl_remote_error_t *err)
+{
+    fl_s3_loc_t bucket = *loc;
+    bucket.key[0] = 0;
+    const char *sep = strstr(prefix, "://");
+    size_t head = (size_t)(sep - prefix) + 3 + strlen(loc->bucket) + 1; /* "s3://bucket/" */
+    fl_buf_t resp, q, name;
+    fl_buf_init(&resp, FL_S3_MAX_XML_BODY * 4);
+    fl_buf_init(&q, 0);
+    fl_buf_init(&name, 0);
+    char token[1024] = "";
+    fl_err_t e = FL_OK;
+    do {
+        fl_buf_reset(&resp);
+        fl_buf_reset(&q);
+        if (token[0]) {
+            fl_buf_adds(&q, "continuation-token=");
+            fl_uri_encode(fl_slice_cstr(token), false, &q);
+            fl_buf_addc(&q, '&');
+        }
+        fl_buf_adds(&q, "list-type=2&prefix=");
+        fl_uri_encode(fl_slice_cstr(loc->key), false, &q);
+        fl_httpc_resp_t rs;
+        s3call_t c = { .method = "GET", .query = q.ptr, .fd = -1, .resp = &resp, .idempotent = true };
+        if ((e = s3_do(io, &bucket, &c, &rs, err))) break;
+        fl_xml_node_t *root = fl_xml_parse(resp.ptr ? resp.ptr : "", resp.len);
+        if (!root) {
+            e = fl_remote_error_set(err, FL_ERR_PROTO, "ListObjectsV2 s3://%.200s: unreadable answer", loc->bucket);
+            break;
+        }
+        for (fl_xml_node_t *n = root->child; n && !e; n = n->next) {
+            if (strcmp(n->name, "Contents")) continue;
+            const char *key = fl_xml_child_text(n, "Key"), *size = fl_xml_child_text(n, "Size");
+            if (!key) continue;
+            fl_io_stat_t st;
+            memset(&st, 0, sizeof st);
+            st.size = size ? strtoull(size, NULL, 10) : 0;
+            st.mtime_ms = parse_iso_ms(fl_xml_child_text(n, "LastModified"));
+            const char *etag = fl_xml_child_text(n, "ETag");
+            if (etag) snprintf(st.etag, sizeof st.etag, "%s", etag);
+            fl_buf_reset(&name);
+            fl_buf_add(&name, prefix, head);
+            fl_buf_adds(&name, key);
+            e = fn(arg, name.ptr, &st);
+        }
+        const char *trunc = fl_xml_child_text(root, "IsTruncated");
+        const char *next = fl_xml_child_text(root, "NextContinuationToken");
+        bool more = trunc && !strcmp(trunc, "true") && next && *next && strlen(next) < sizeof token;
+        if (more) snprintf(token, sizeof token, "%s", next);
+        else token[0] = 0;
+        fl_xml_free(root);
+    } while (!e && token[0]);
+    fl_buf_free(&resp);
+    fl_buf_free(&q);
+    fl_buf_free(&name);
+    return e;
+}
+
+/* Walks dir (a path ending without '/'); names under it that start with want (the part of
+ * the prefix after dir) are reported. depth caps the recursion. */
+static fl_err_t local_list(const char *scheme, fl_buf_t *dir, const char *want, int depth, fl_io_list_fn fn,
+                           void *arg, fl_remote_error_t *err)
+{
+    DIR *d = opendir(dir->len ? dir->ptr : "/");
+    if (!d) return errno == ENOENT || errno == ENOTDIR ? FL_OK : errno_err(err, "opendir", dir->ptr);
+    fl_err_t e = FL_OK;
+    size_t len = dir->len, wl = strlen(want);
+    struct dirent *de;
+    while (!e && (de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        size_t nl = strlen(de->d_name);
+        /* a name matches if it starts with want's first component (or want is exhausted) */
+        const char *slash = strchr(want, '/');
+        size_t first = slash ? (size_t)(slash - want) : wl;
+        if (slash ? (nl != first || memcmp(de->d_name, want, first)) : strncmp(de->d_name, want, first))
+            continue;
+        dir->len = len;
+        fl_buf_addc(dir, '/');
+        fl_buf_add(dir, de->d_name, nl);
+        struct stat sb;
+        if (lstat(dir->ptr, &sb)) continue;
+        if (S_ISDIR(sb.st_mode)) {
+            if (depth > 0) e = local_list(scheme, dir, slash ? slash + 1 : "", depth - 1, fn, arg, err);
+        } else if (S_ISREG(sb.st_mode) && !slash) {
+            fl_io_stat_t st = { .size = (uint64_t)sb.st_size,
+                                .mtime_ms = (int64_t)sb.st_mtim.tv_sec * 1000 + sb.st_mtim.tv_nsec / 1000000 };
+            fl_buf_t loc;
+            fl_buf_init(&loc, 0);
+            fl_buf_adds(&loc, scheme);
+            fl_buf_adds(&loc, dir->ptr);
+            e = fn(arg, loc.ptr, &st);
+            fl_buf_free(&loc);
+        }
+    }
+    dir->len = len;
+    if (dir->ptr) dir->ptr[len] = 0;
+    closedir(d);
+    return e;
+}
+
+fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg, fl_remote_error_t *err)
+{
+    fl_s3_loc_t s3;
+    fl_buf_t path;
+    fl_buf_init(&path, 0);
+    memset(err, 0, sizeof *err);
+    fl_err_t e = where(prefix, &s3, &path, err);
+    if (e == FL_OK) {
+        e = s3_list(io, prefix, &s3, fn, arg, err);
+    } else if (e == FL_ERR_NOT_FOUND) {
+        /* split the path at its last '/': the directory to open and the name prefix */
+        const char *scheme = !strncmp(prefix, "file://", 7) ? "file://" : "";
+        char *slash = strrchr(path.ptr, '/');
+        fl_buf_t dir;
+        fl_buf_init(&dir, 0);
+        const char *want = path.ptr;
+        if (slash) {
+            fl_buf_add(&dir, path.ptr, (size_t)(slash - path.ptr));
+            want = slash + 1;
+        } else {
+            fl_buf_addc(&dir, '.');
+        }
+        if (!dir.ptr) fl_buf_adds(&dir, "");
+        e = local_list(scheme, &dir, want, 64, fn, arg, err);
+        fl_buf_free(&dir);
     }
     fl_buf_free(&path);
     return e;

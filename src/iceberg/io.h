@@ -76,6 +76,14 @@ fl_err_t fl_io_head(fl_io_t *io, const char *location, fl_io_stat_t *st, fl_remo
 /* Deletes the object; deleting a missing one is FL_OK (as S3). */
 fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err);
 
+/* Calls fn(arg, location, stat) for every object whose location starts with prefix (S3:
+ * ListObjectsV2 pages of 1,000; local: the files under the directory prefix names, walked
+ * recursively), in no particular order. Locations passed to fn are the prefix's scheme and
+ * bucket plus the key (borrowed for the call). A non-zero return from fn stops the walk and is
+ * returned. A missing directory or an empty prefix lists nothing. */
+typedef fl_err_t (*fl_io_list_fn)(void *arg, const char *location, const fl_io_stat_t *st);
+fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg, fl_remote_error_t *err);
+
 /* A positional-read source over one file for the Parquet reader: HEAD for the size, ranged
  * GETs for reads, with the last footer_cache bytes fetched once on the first read that
  * touches them (the footer and its length). *src is filled; the source object owns a copy of

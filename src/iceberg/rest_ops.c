@@ -87,6 +87,29 @@ static fl_err_t ops_del(void *ctx, const char *uri)
     return fl_io_delete(c->io, uri, &re);
 }
 
+typedef struct list_adapter {
+    fl_err_t (*fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms);
+    void *arg;
+} list_adapter_t;
+
+static fl_err_t list_one(void *arg, const char *location, const fl_io_stat_t *st)
+{
+    list_adapter_t *a = arg;
+    return a->fn(a->arg, location, st->size, st->mtime_ms);
+}
+
+static fl_err_t ops_list(void *ctx, const char *prefix,
+                         fl_err_t (*fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms), void *arg)
+{
+    fl_rest_ops_ctx_t *c = ctx;
+    fl_remote_error_t re;
+    memset(&re, 0, sizeof re);
+    list_adapter_t a = { fn, arg };
+    fl_err_t e = fl_io_list(c->io, prefix, list_one, &a, &re);
+    if (e && re.message[0]) fprintf(stderr, "floe: listing %s: %s\n", prefix, re.message);
+    return e;
+}
+
 void fl_rest_table_ops(fl_rest_ops_ctx_t *ctx, fl_table_ops_t *ops)
 {
     memset(ops, 0, sizeof *ops);
@@ -97,6 +120,7 @@ void fl_rest_table_ops(fl_rest_ops_ctx_t *ctx, fl_table_ops_t *ops)
     ops->put_file = ops_put_file;
     ops->get = ops_get;
     ops->del = ops_del;
+    ops->list = ops_list;
 }
 
 void fl_rest_ops_ctx_free(fl_rest_ops_ctx_t *ctx)
