@@ -6,4 +6,5 @@ int fl_cmd_tables(int argc, char **argv);
 int fl_cmd_snapshots(int argc, char **argv);
 int fl_cmd_scan(int argc, char **argv);
 int fl_cmd_append(int argc, char **argv);
+int fl_cmd_maintenance(int argc, char **argv);
 #endif

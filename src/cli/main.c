@@ -13,13 +13,14 @@ static const struct {
     { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
     { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
+    { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (snapshot expiry)" },
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: floe <command> [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\n'floe <command> --help' describes a command's options.\n");
 }
 

@@ -1,0 +1,243 @@
+/* floe maintenance run NS.TABLE --job JOB: runs a table maintenance job now, from the client
+ * side through the table's REST catalog and its storage (the same iceberg/ code the
+ * scheduler inside `floe serve` runs in-process).
+ *
+ *   floe maintenance run NS.TABLE --job snapshots|all [--as-of TIMESTAMP]
+ *        [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]
+ *        [--output text|json] [catalog options]
+ * Progress lines go to stderr, the summary to stdout (one JSON object per job with
+ * --output json). Exit 0 when every job ended Successful or Disabled, 1 if one failed,
+ * 2 for bad usage. A job is one row of the jobs table below. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "base/time.h"
+#include "cli/catalog_opts.h"
+#include "cli/cli.h"
+#include "iceberg/expire.h"
+
+#define PROG "floe maintenance"
+
+typedef struct maint_opts {
+    int64_t as_of_ms;                 /* 0 = now */
+    int32_t min_snapshots_to_keep;    /* 0 = job default */
+    int64_t max_snapshot_age_hours;   /* 0 = job default */
+    bool dry_run;
+    bool json;
+} maint_opts_t;
+
+static const char *const status_names[] = { "Successful", "Failed", "Disabled" };
+
+static void progress_line(void *arg, const char *line)
+{
+    fprintf(stderr, PROG ": %s: %s\n", (const char *)arg, line);
+}
+
+/* --job snapshots: iceberg/expire over the table's REST ops. */
+static int job_snapshots(fl_cli_table_t *t, const maint_opts_t *mo, json_t **report)
+{
+    fl_expire_opts_t o = {
+        .as_of_ms = mo->as_of_ms,
+        .min_snapshots_to_keep = mo->min_snapshots_to_keep,
+        .max_snapshot_age_ms = mo->max_snapshot_age_hours * 3600 * 1000,
+        .dry_run = mo->dry_run,
+        .progress = progress_line,
+        .progress_arg = "snapshots",
+    };
+    fl_expire_result_t r;
+    fl_err_t e = fl_expire_snapshots(&t->ops, &o, &r);
+    json_t *files = json_object(), *bytes = json_object(), *ids = json_array();
+    for (int k = 0; k < FL_EXPIRE_KINDS; k++) {
+        json_object_set_new(files, fl_expire_kind_name(k), json_integer(r.files[k]));
+        json_object_set_new(bytes, fl_expire_kind_name(k), json_integer(r.bytes[k]));
+    }
+    for (size_t i = 0; i < r.n_removed; i++) json_array_append_new(ids, json_integer(r.removed[i]));
+    *report = json_pack("{s:s,s:s,s:s,s:b,s:b,s:i,s:I,s:I,s:I,s:o,s:o,s:o,s:I,s:s,s:I}",
+                        "job", "icebergSnapshotManagement", "status", status_names[r.status],
+                        "failureMessage", r.message, "dryRun", mo->dry_run, "committed", r.committed,
+                        "attempts", r.attempts, "snapshotsBefore", (json_int_t)r.snapshots_before,
+                        "snapshotsRemoved", (json_int_t)r.snapshots_removed, "refsRemoved",
+                        (json_int_t)r.refs_removed, "removedSnapshotIds", ids, "filesDeleted", files,
+                        "bytesDeleted", bytes, "deleteErrors", (json_int_t)r.delete_errors, "deleteError",
+                        r.delete_error, "durationMs", (json_int_t)r.duration_ms);
+    fl_expire_result_free(&r);
+    return e ? 1 : 0;
+}
+
+/* The jobs `run` knows, in the order --job all runs them. Adding a job is one row. */
+static const struct {
+    const char *name;
+    int (*run)(fl_cli_table_t *t, const maint_opts_t *o, json_t **report);
+} jobs[] = {
+    { "snapshots", job_snapshots },
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: floe maintenance run NAMESPACE.TABLE --job JOB [--as-of TIMESTAMP]\n"
+               "           [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]\n"
+               "           [--output text|json] [catalog options]\n\n"
+               "Runs a table maintenance job now through the table's REST catalog.\n"
+               "  --job JOB        ");
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) fprintf(f, "%s|", jobs[i].name);
+    fprintf(f, "all\n"
+               "  --as-of T        evaluate every age as of T (ISO 8601 UTC, e.g. 2030-01-01T00:00:00Z,\n"
+               "                   or milliseconds since the epoch); default now\n"
+               "  --min-snapshots-to-keep N   (snapshots; default 1, or the table's own retention)\n"
+               "  --max-snapshot-age-hours H  (snapshots; default 120)\n"
+               "  --dry-run        plan and count; commit and delete nothing\n\n");
+    fl_catalog_opts_usage(f);
+}
+
+/* ISO 8601 UTC (date, or date and time with optional fraction and Z) or epoch ms; -1 if bad. */
+static int64_t parse_time(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!errno && end != s && !*end && v > 0) return v;
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    int n = 0, ms = 0;
+    if (sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) != 3) return -1;
+    const char *p = s + n;
+    if (*p == 'T' || *p == ' ') {
+        int m = 0;
+        if (sscanf(p + 1, "%2d:%2d:%2d%n", &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &m) != 3) return -1;
+        p += 1 + m;
+        if (*p == '.') {
+            int digits = 0;
+            for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+                if (digits < 3) ms = ms * 10 + (*p - '0');
+            while (digits > 0 && digits < 3) ms *= 10, digits++;
+        }
+        if (*p == 'Z') p++;
+    }
+    if (*p) return -1;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    time_t t = timegm(&tm);
+    return t < 0 ? -1 : (int64_t)t * 1000 + ms;
+}
+
+static void print_text(json_t *rep)
+{
+    const char *st = json_string_value(json_object_get(rep, "status"));
+    printf("%s: %s", json_string_value(json_object_get(rep, "job")), st);
+    const char *msg = json_string_value(json_object_get(rep, "failureMessage"));
+    if (msg && *msg) printf(" (%s)", msg);
+    printf("\n  snapshots: %" JSON_INTEGER_FORMAT " before, %" JSON_INTEGER_FORMAT " %sremoved; refs removed: %"
+           JSON_INTEGER_FORMAT "; commits sent: %" JSON_INTEGER_FORMAT "\n",
+           json_integer_value(json_object_get(rep, "snapshotsBefore")),
+           json_integer_value(json_object_get(rep, "snapshotsRemoved")),
+           json_is_true(json_object_get(rep, "dryRun")) ? "would be " : "",
+           json_integer_value(json_object_get(rep, "refsRemoved")), json_integer_value(json_object_get(rep, "attempts")));
+    json_t *files = json_object_get(rep, "filesDeleted"), *bytes = json_object_get(rep, "bytesDeleted"), *v;
+    const char *k;
+    printf("  files %sdeleted:", json_is_true(json_object_get(rep, "dryRun")) ? "to be " : "");
+    json_object_foreach(files, k, v)
+        printf(" %s %" JSON_INTEGER_FORMAT " (%" JSON_INTEGER_FORMAT " B)", k, json_integer_value(v),
+               json_integer_value(json_object_get(bytes, k)));
+    printf("\n");
+    if (json_integer_value(json_object_get(rep, "deleteErrors")))
+        printf("  delete errors: %" JSON_INTEGER_FORMAT " (first: %s)\n",
+               json_integer_value(json_object_get(rep, "deleteErrors")),
+               json_string_value(json_object_get(rep, "deleteError")));
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    fl_catalog_opts_t co;
+    fl_catalog_opts_init(&co);
+    maint_opts_t mo = { 0 };
+    const char *table = NULL, *job = NULL;
+    for (int i = 1; i < argc; i++) {
+        int r = fl_catalog_opts_arg(&co, PROG, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--dry-run")) { mo.dry_run = true; continue; }
+        bool valued = !strcmp(a, "--job") || !strcmp(a, "--as-of") || !strcmp(a, "--min-snapshots-to-keep") ||
+                      !strcmp(a, "--max-snapshot-age-hours") || !strcmp(a, "--output");
+        if (valued && i + 1 >= argc) { fprintf(stderr, PROG ": %s needs a value\n", a); return 2; }
+        if (!strcmp(a, "--job")) {
+            job = argv[++i];
+        } else if (!strcmp(a, "--as-of")) {
+            if ((mo.as_of_ms = parse_time(argv[++i])) <= 0) {
+                fprintf(stderr, PROG ": --as-of wants an ISO 8601 UTC time or epoch milliseconds\n");
+                return 2;
+            }
+        } else if (!strcmp(a, "--min-snapshots-to-keep") || !strcmp(a, "--max-snapshot-age-hours")) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (errno || *end || v < 1 || v > INT32_MAX) {
+                fprintf(stderr, PROG ": %s wants an integer of at least 1\n", a);
+                return 2;
+            }
+            if (!strcmp(a, "--min-snapshots-to-keep")) mo.min_snapshots_to_keep = (int32_t)v;
+            else mo.max_snapshot_age_hours = v;
+        } else if (!strcmp(a, "--output")) {
+            const char *out = argv[++i];
+            if (strcmp(out, "text") && strcmp(out, "json")) { fprintf(stderr, PROG ": --output must be text or json\n"); return 2; }
+            mo.json = !strcmp(out, "json");
+        } else if (a[0] == '-' || table) {
+            fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            table = a;
+        }
+    }
+    if (!table || !job) {
+        usage(stderr);
+        return 2;
+    }
+    size_t njobs = sizeof jobs / sizeof jobs[0], first = 0, last = njobs;
+    if (strcmp(job, "all")) {
+        for (first = 0; first < njobs && strcmp(jobs[first].name, job); first++) {}
+        if (first == njobs) {
+            fprintf(stderr, PROG ": unknown job '%s'\n", job);
+            usage(stderr);
+            return 2;
+        }
+        last = first + 1;
+    }
+    fl_cli_table_t t;
+    int rc = fl_cli_table_open(&t, &co, PROG, table);
+    if (rc) goto out;
+    for (size_t j = first; j < last; j++) {
+        json_t *rep = NULL;
+        fprintf(stderr, PROG ": %s: running on %s%s\n", jobs[j].name, table, mo.dry_run ? " (dry run)" : "");
+        if (jobs[j].run(&t, &mo, &rep)) rc = 1;
+        if (rep) {
+            json_object_set_new(rep, "table", json_string(table));
+            if (mo.json) {
+                char *s = json_dumps(rep, JSON_COMPACT);
+                if (s) printf("%s\n", s);
+                free(s);
+            } else {
+                print_text(rep);
+            }
+        }
+        json_decref(rep);
+    }
+out:
+    fl_cli_table_close(&t);
+    return rc;
+}
+
+int fl_cmd_maintenance(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (!strcmp(argv[1], "run")) return cmd_run(argc - 1, argv + 1);
+    fprintf(stderr, PROG ": unknown subcommand '%s' (status and history come with the server-side scheduler)\n", argv[1]);
+    return 2;
+}
