@@ -655,3 +655,44 @@ FL_TEST(expire_run_trims_previous_metadata_files)
     mtab_free(t);
     free(t);
 }
+
+/* fl_io_list over the local file system (the S3 side runs in test_maint_expire.py). */
+#include "iceberg/io.h"
+
+static fl_err_t count_listed(void *arg, const char *location, const fl_io_stat_t *st)
+{
+    json_t *seen = arg;
+    json_object_set_new(seen, location, json_integer((json_int_t)st->size));
+    return FL_OK;
+}
+
+FL_TEST(io_list_local_walks_the_prefix)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512], pre[512];
+    const char *files[] = { "t/metadata/00001-a.metadata.json", "t/metadata/sub/x.avro", "t/data/d.parquet",
+                            "t/metadata-other/y", "u/z" };
+    fl_io_t *io = NULL;
+    REQUIRE(fl_io_new(NULL, NULL, &io) == FL_OK);
+    fl_remote_error_t re;
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(p, sizeof p, "file://%s/%s", dir, files[i]);
+        REQUIRE(fl_io_put(io, p, "abc", 3, &re) == FL_OK);
+    }
+    json_t *seen = json_object();
+    snprintf(pre, sizeof pre, "file://%s/t/metadata/", dir);
+    REQUIRE(fl_io_list(io, pre, count_listed, seen, &re) == FL_OK);
+    CHECK_EQ(json_object_size(seen), 2);
+    snprintf(p, sizeof p, "file://%s/t/metadata/sub/x.avro", dir);
+    CHECK_EQ(json_integer_value(json_object_get(seen, p)), 3);
+    json_object_clear(seen);
+    snprintf(pre, sizeof pre, "%s/t/meta", dir);   /* a plain path and a partial name */
+    REQUIRE(fl_io_list(io, pre, count_listed, seen, &re) == FL_OK);
+    CHECK_EQ(json_object_size(seen), 3);
+    json_object_clear(seen);
+    snprintf(pre, sizeof pre, "file://%s/nothing/", dir);
+    CHECK(fl_io_list(io, pre, count_listed, seen, &re) == FL_OK);
+    CHECK_EQ(json_object_size(seen), 0);
+    json_decref(seen);
+    fl_io_free(io);
+}
