@@ -376,7 +376,7 @@ static json_t *string_map(json_t *v)
 
 static json_t *table_config(const fl_catalog_cfg_t *cfg)
 {
-    const char *region = cfg->region ? cfg->region : "us-east-1";
+    const char *region = cfg->scope.region ? cfg->scope.region : "us-east-1";
     json_t *c = json_object();
     if (cfg->s3_endpoint) json_object_set_new(c, "s3.endpoint", json_string(cfg->s3_endpoint));
     json_object_set_new(c, "s3.path-style-access", json_string("true"));
@@ -468,10 +468,10 @@ static void row_init(rctx_t *x, fl_table_t *t, const char *ns, const char *name,
     snprintf(t->type, sizeof t->type, "customer");
     snprintf(t->format, sizeof t->format, "ICEBERG");
     snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
-    snprintf(t->owner, sizeof t->owner, "%s", x->cfg->account ? x->cfg->account : "");
+    snprintf(t->owner, sizeof t->owner, "%s", x->cfg->scope.account ? x->cfg->scope.account : "");
     snprintf(t->created_by, sizeof t->created_by, "%s", x->r->principal);
     snprintf(t->modified_by, sizeof t->modified_by, "%s", x->r->principal);
-    fl_arn_table(x->cfg, x->bucket, id, t->arn);
+    fl_arn_table(&x->cfg->scope, x->bucket, id, t->arn);
 }
 
 /* Deletes a metadata file and its (otherwise empty) warehouse bucket after a failed create. */
@@ -603,7 +603,7 @@ static void h_create_ns(rctx_t *x)
     memset(&ns, 0, sizeof ns);
     snprintf(ns.bucket, sizeof ns.bucket, "%s", x->bucket);
     snprintf(ns.name, sizeof ns.name, "%s", name);
-    snprintf(ns.owner, sizeof ns.owner, "%s", x->cfg->account ? x->cfg->account : "");
+    snprintf(ns.owner, sizeof ns.owner, "%s", x->cfg->scope.account ? x->cfg->scope.account : "");
     snprintf(ns.created_by, sizeof ns.created_by, "%s", x->r->principal);
     ns.properties = json_dumps(props, JSON_COMPACT);
     fl_err_t e = fl_catalog_ns_create(x->cfg->cat, &ns);
@@ -1682,7 +1682,7 @@ static void h_config(rctx_t *x)
         return;
     }
     char bucket[64];
-    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(x->cfg, w.ptr, bucket, NULL)
+    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(&x->cfg->scope, w.ptr, bucket, NULL)
                                                : FL_ARN_MALFORMED; /* a NUL would cut it short */
     fl_buf_free(&w);
     if (m == FL_ARN_MALFORMED) {
@@ -1700,7 +1700,7 @@ static void h_config(rctx_t *x)
     }
     char arn[FL_ARN_MAX];
     if (b.arn[0]) snprintf(arn, sizeof arn, "%s", b.arn);
-    else fl_arn_bucket(x->cfg, bucket, arn);
+    else fl_arn_bucket(&x->cfg->scope, bucket, arn);
     fl_buf_t enc;
     fl_buf_init(&enc, 0);
     fl_uri_encode(fl_slice_cstr(arn), false, &enc);
@@ -1852,7 +1852,7 @@ static void dispatch(rctx_t *x)
     fl_buf_init(&arn, FL_ARN_MAX);
     fl_arn_match_t m = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK &&
                        arn.ptr && strlen(arn.ptr) == arn.len
-                           ? fl_arn_resolve(r->cfg, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
+                           ? fl_arn_resolve(&r->cfg->scope, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
     fl_buf_free(&arn);
     if (m == FL_ARN_OTHER_ACCOUNT || m == FL_ARN_OTHER_REGION) {
         fl_http_set_op(r->c, "restUnknown");

@@ -350,7 +350,7 @@ static bool check_table_name(treq_t *t, const char *name, bool create)
  * account, NotFound for another region. */
 static bool resolve_arn(treq_t *t, const char *arn, char *bucket, char *id, const char *bad_msg)
 {
-    switch (fl_arn_resolve(t->cfg, arn, bucket, id)) {
+    switch (fl_arn_resolve(&t->cfg->scope, arn, bucket, id)) {
     case FL_ARN_OURS: return true;
     case FL_ARN_OTHER_ACCOUNT:
         fail(t, "AccessDeniedException", "Access denied: the ARN names another account.");
@@ -410,7 +410,7 @@ static bool load_table_arn(treq_t *t, const char *arn, fl_table_t *out)
         fail(t, "BadRequestException", "The specified table ARN is not valid.");
         return false;
     }
-    fl_arn_table(t->cfg, bucket, id, canon);
+    fl_arn_table(&t->cfg->scope, bucket, id, canon);
     fl_err_t e = fl_catalog_table_get_by_arn(t->cat, canon, out);
     if (e == FL_ERR_NOT_FOUND && strcmp(canon, arn) != 0) e = fl_catalog_table_get_by_arn(t->cat, arn, out);
     if (!e && (strcmp(out->bucket, bucket) != 0 || strcmp(out->kind, "table") != 0)) e = FL_ERR_NOT_FOUND;
@@ -829,8 +829,8 @@ static void op_create_bucket(treq_t *t)
     fl_tbucket_t b;
     memset(&b, 0, sizeof b);
     fl_strlcpy(b.name, name, sizeof b.name);
-    fl_arn_bucket(t->cfg, name, b.arn);
-    fl_strlcpy(b.owner, t->cfg->account, sizeof b.owner);
+    fl_arn_bucket(&t->cfg->scope, name, b.arn);
+    fl_strlcpy(b.owner, t->cfg->scope.account, sizeof b.owner);
     fl_err_t e = fl_catalog_bucket_create(t->cat, &b);
     if (e == FL_ERR_EXISTS) {
         fail(t, "ConflictException", "The table bucket that you tried to create already exists, and you own it.");
@@ -1251,7 +1251,7 @@ static void op_create_namespace(treq_t *t)
     memset(&ns, 0, sizeof ns);
     fl_strlcpy(ns.bucket, b.name, sizeof ns.bucket);
     fl_strlcpy(ns.name, name, sizeof ns.name);
-    fl_strlcpy(ns.owner, t->cfg->account, sizeof ns.owner);
+    fl_strlcpy(ns.owner, t->cfg->scope.account, sizeof ns.owner);
     fl_strlcpy(ns.created_by, t->r->principal ? t->r->principal : "anonymous", sizeof ns.created_by);
     fl_err_t e = fl_catalog_ns_create(t->cat, &ns);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A namespace with the specified name already exists.");

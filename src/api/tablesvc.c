@@ -256,10 +256,10 @@ fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, con
     snprintf(t.type, sizeof t.type, "customer");
     snprintf(t.format, sizeof t.format, "ICEBERG");
     snprintf(t.kind, sizeof t.kind, "table");
-    snprintf(t.owner, sizeof t.owner, "%s", cfg->account);
+    snprintf(t.owner, sizeof t.owner, "%s", cfg->scope.account);
     snprintf(t.created_by, sizeof t.created_by, "%s", principal ? principal : "anonymous");
     snprintf(t.modified_by, sizeof t.modified_by, "%s", t.created_by);
-    fl_arn_table(cfg, bucket, t.id, t.arn);
+    fl_arn_table(&cfg->scope, bucket, t.id, t.arn);
 
     /* fail early (and leave nothing) when the namespace is missing or the name taken */
     fl_namespace_t nsrow = { 0 };

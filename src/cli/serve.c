@@ -210,8 +210,9 @@ int fl_cmd_serve(int argc, char **argv)
         goto out;
     }
     fl_catalog_cfg_t catcfg = {
-        .cat = cat, .store = store, .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT],
-        .aws_arns = !strcmp(vals[OPT_ARN_STYLE], "aws"), .s3_endpoint = public_s3,
+        .cat = cat, .store = store,
+        .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws") },
+        .s3_endpoint = public_s3,
         .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_keys_lookup, .lookup_ud = &keys,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,

@@ -22,9 +22,9 @@ FL_TEST(tablesvc_sweeps_unowned_warehouses_only)
     snprintf(p, sizeof p, "%s/catalog.db", dir);
     fl_catalog_t *cat = fl_catalog_open(p);
     REQUIRE(store && cat);
-    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .region = "us-east-1", .account = "000000000000" };
+    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
     fl_tbucket_t b = { .name = "lake" };
-    fl_arn_bucket(&cfg, "lake", b.arn);
+    fl_arn_bucket(&cfg.scope, "lake", b.arn);
     REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
     fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
     REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
@@ -59,9 +59,9 @@ FL_TEST(tablesvc_drop_acts_on_the_table_it_checked)
     snprintf(p, sizeof p, "%s/catalog.db", dir);
     fl_catalog_t *cat = fl_catalog_open(p);
     REQUIRE(store && cat);
-    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .region = "us-east-1", .account = "000000000000" };
+    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
     fl_tbucket_t b = { .name = "lake" };
-    fl_arn_bucket(&cfg, "lake", b.arn);
+    fl_arn_bucket(&cfg.scope, "lake", b.arn);
     REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
     fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
     REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
