@@ -4,6 +4,8 @@
  * the front door the path belongs to, so every client sees its own protocol's
  * error shape. */
 #include "api/catalog.h"
+#include "api/rest.h"
+#include "api/tables.h"
 #include "base/checksum.h"
 #include "base/log.h"
 #include "base/mem.h"

@@ -17,7 +17,7 @@
  * Parsed metadata and its serialisation are cached by metadata location (LRU,
  * refcounted entries, one lock), so loadTable of an unchanged table does one catalog
  * row read and no file read or JSON work. Cached json_t trees are never modified. */
-#include "api/catalog.h"
+#include "api/rest.h"
 #include "api/tablesvc.h"
 #include "base/limits.h"
 #include "base/log.h"

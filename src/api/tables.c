@@ -18,7 +18,7 @@
  * Glue table migration are answered with clear errors in the model's shapes;
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
-#include "api/catalog.h"
+#include "api/tables.h"
 #include "api/tablesvc.h"
 #include "base/log.h"
 #include "base/mem.h"

@@ -6,7 +6,7 @@
  * moves, so the pointer never names a missing file. */
 #ifndef FL_API_TABLESVC_H
 #define FL_API_TABLESVC_H
-#include "api/catalog.h"
+#include "api/front.h"
 #include <jansson.h>
 
 /* Creates a table: a fresh warehouse bucket, then (when metadata is non-NULL)
