@@ -46,7 +46,7 @@ static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
     if (err->detail_name && !strcmp(err->detail_name, "Region")) {
         char msg[160];
         snprintf(msg, sizeof msg, "Credential should be scoped to a valid region, not the one "
-                 "signed for; expecting '%s'.", r->cfg->scope.region);
+                 "signed for; expecting '%s'.", fl_tablesvc_cfg(r->cfg->svc)->scope.region);
         front_error(r, rest, 403, rest ? "NotAuthorizedException" : "InvalidSignatureException", msg);
         return;
     }
@@ -102,7 +102,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     };
     static const char *const services[] = { "s3tables", "osstables", NULL };
     fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
-                          .region = cfg->scope.region, .now = fl_now_ms() / 1000 };
+                          .region = fl_tablesvc_cfg(cfg->svc)->scope.region, .now = fl_now_ms() / 1000 };
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
     bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
@@ -157,7 +157,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
 
     /* drops must work on a full disk: the catalog's commit needs room too */
-    if (!strcmp(req->method, "DELETE") && cfg->store) fl_store_make_room(cfg->store);
+    if (!strcmp(req->method, "DELETE")) fl_store_make_room(fl_tablesvc_cfg(cfg->svc)->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:

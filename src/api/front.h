@@ -6,18 +6,14 @@
 #define FL_API_FRONT_H
 #include <stdbool.h>
 #include <stddef.h>
-#include "auth/arn.h"
 #include "auth/sigv4.h"
-#include "meta/catalog.h"
+#include "catalog/tablesvc.h"
 #include "net/http.h"
-#include "store/store.h"
 
 /* Configuration of the catalog port, made once by cli/serve.c and read-only
  * while the listener runs; every pointer outlives the listener. */
 typedef struct fl_catalog_cfg {
-    fl_catalog_t *cat;
-    fl_store_t *store;            /* the data plane's object store: warehouses live there */
-    fl_arn_scope_t scope;         /* region, account id and ARN form of this server */
+    fl_tablesvc_t *svc;           /* the table-bucket service (stores, ARN scope) */
     const char *s3_endpoint;      /* data plane URL for clients, e.g. "http://127.0.0.1:9000" */
     bool insecure_no_auth;
     fl_secret_lookup_fn lookup;

@@ -18,7 +18,7 @@
  * refcounted entries, one lock), so loadTable of an unchanged table does one catalog
  * row read and no file read or JSON work. Cached json_t trees are never modified. */
 #include "api/rest.h"
-#include "api/tablesvc.h"
+#include "catalog/tablesvc.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -48,6 +48,8 @@
 typedef struct rctx {
     fl_api_req_t *r;
     const fl_catalog_cfg_t *cfg;
+    fl_tablesvc_t *svc;
+    const fl_tablesvc_cfg_t *sc;  /* the service's stores and ARN scope */
     bool head;
     char bucket[64];
     char ns[FL_NAME_MAX];
@@ -235,7 +237,7 @@ static ment_t *mc_put(const char *loc, json_t *meta) { return mc_put_text(loc, m
 static bool row_gone(rctx_t *x, const fl_table_t *t)
 {
     fl_table_t now;
-    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, t->ns, t->name, &now);
+    fl_err_t e = fl_catalog_table_get(x->sc->cat, x->bucket, t->ns, t->name, &now);
     return e == FL_ERR_NOT_FOUND || (!e && strcmp(now.id, t->id) != 0);
 }
 
@@ -255,7 +257,7 @@ static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
     ment_t *e = mc_get(t->metadata_location);
     if (e) return e;
     json_t *meta = NULL;
-    fl_err_t rc = fl_tablesvc_read_metadata(x->cfg, t->metadata_location, &meta);
+    fl_err_t rc = fl_tablesvc_read_metadata(x->svc, t->metadata_location, &meta);
     if (rc) {
         if (rc == FL_ERR_NOT_FOUND && row_gone(x, t)) {
             err_gone(x, t);
@@ -374,9 +376,10 @@ static json_t *string_map(json_t *v)
     return json_incref(v);
 }
 
-static json_t *table_config(const fl_catalog_cfg_t *cfg)
+static json_t *table_config(const rctx_t *x)
 {
-    const char *region = cfg->scope.region ? cfg->scope.region : "us-east-1";
+    const fl_catalog_cfg_t *cfg = x->cfg;
+    const char *region = x->sc->scope.region ? x->sc->scope.region : "us-east-1";
     json_t *c = json_object();
     if (cfg->s3_endpoint) json_object_set_new(c, "s3.endpoint", json_string(cfg->s3_endpoint));
     json_object_set_new(c, "s3.path-style-access", json_string("true"));
@@ -395,7 +398,7 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
     json_decref(l);
     char *cs = NULL;
     if (config) {
-        json_t *c = view ? json_object() : table_config(x->cfg);
+        json_t *c = view ? json_object() : table_config(x);
         cs = json_dumps(c, JSON_COMPACT);
         json_decref(c);
     }
@@ -418,7 +421,7 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
 /* Row of a table (kind "table") or view; renders 404 when absent. */
 static bool get_row(rctx_t *x, const char *ns, const char *name, bool view, fl_table_t *t, bool render)
 {
-    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, ns, name, t);
+    fl_err_t e = fl_catalog_table_get(x->sc->cat, x->bucket, ns, name, t);
     if (!e && !strcmp(t->kind, view ? "view" : "table")) return true;
     if (render) {
         if (e && e != FL_ERR_NOT_FOUND) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -431,7 +434,7 @@ static bool get_row(rctx_t *x, const char *ns, const char *name, bool view, fl_t
 static bool ns_exists(rctx_t *x, const char *ns)
 {
     fl_namespace_t n = { 0 };
-    fl_err_t e = fl_catalog_ns_get(x->cfg->cat, x->bucket, ns, &n);
+    fl_err_t e = fl_catalog_ns_get(x->sc->cat, x->bucket, ns, &n);
     fl_namespace_free(&n);
     return e == FL_OK;
 }
@@ -468,10 +471,10 @@ static void row_init(rctx_t *x, fl_table_t *t, const char *ns, const char *name,
     snprintf(t->type, sizeof t->type, "customer");
     snprintf(t->format, sizeof t->format, "ICEBERG");
     snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
-    snprintf(t->owner, sizeof t->owner, "%s", x->cfg->scope.account ? x->cfg->scope.account : "");
+    snprintf(t->owner, sizeof t->owner, "%s", x->sc->scope.account ? x->sc->scope.account : "");
     snprintf(t->created_by, sizeof t->created_by, "%s", x->r->principal);
     snprintf(t->modified_by, sizeof t->modified_by, "%s", x->r->principal);
-    fl_arn_table(&x->cfg->scope, x->bucket, id, t->arn);
+    fl_arn_table(&x->sc->scope, x->bucket, id, t->arn);
 }
 
 /* Deletes a metadata file and its (otherwise empty) warehouse bucket after a failed create. */
@@ -479,9 +482,9 @@ static void discard_warehouse(rctx_t *x, const char *wb, const char *loc)
 {
     if (loc && loc[0]) {
         const char *key = loc + 5 + strlen(wb) + 1;
-        if (strlen(loc) > 6 + strlen(wb)) fl_store_delete(x->cfg->store, wb, key, strlen(key), NULL);
+        if (strlen(loc) > 6 + strlen(wb)) fl_store_delete(x->sc->store, wb, key, strlen(key), NULL);
     }
-    fl_store_bucket_delete(x->cfg->store, wb);
+    fl_store_bucket_delete(x->sc->store, wb);
 }
 
 /* ------------------------------------------------------------------ */
@@ -554,7 +557,7 @@ static void h_list_ns(rctx_t *x)
     for (;;) {
         fl_namespace_t *v = NULL;
         size_t n = 0;
-        fl_err_t e = fl_catalog_ns_list(x->cfg->cat, x->bucket, NULL, after, want, &v, &n, &more);
+        fl_err_t e = fl_catalog_ns_list(x->sc->cat, x->bucket, NULL, after, want, &v, &n, &more);
         if (e) {
             err(x, 500, "ServiceFailureException", fl_err_str(e));
             goto out;
@@ -603,10 +606,10 @@ static void h_create_ns(rctx_t *x)
     memset(&ns, 0, sizeof ns);
     snprintf(ns.bucket, sizeof ns.bucket, "%s", x->bucket);
     snprintf(ns.name, sizeof ns.name, "%s", name);
-    snprintf(ns.owner, sizeof ns.owner, "%s", x->cfg->scope.account ? x->cfg->scope.account : "");
+    snprintf(ns.owner, sizeof ns.owner, "%s", x->sc->scope.account ? x->sc->scope.account : "");
     snprintf(ns.created_by, sizeof ns.created_by, "%s", x->r->principal);
     ns.properties = json_dumps(props, JSON_COMPACT);
-    fl_err_t e = fl_catalog_ns_create(x->cfg->cat, &ns);
+    fl_err_t e = fl_catalog_ns_create(x->sc->cat, &ns);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "The namespace already exists.");
     else if (e == FL_ERR_NO_BUCKET) err(x, 404, "NoSuchNamespaceException", "The specified table bucket does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -621,7 +624,7 @@ static void h_create_ns(rctx_t *x)
 
 static bool load_ns(rctx_t *x, fl_namespace_t *n)
 {
-    fl_err_t e = fl_catalog_ns_get(x->cfg->cat, x->bucket, x->ns, n);
+    fl_err_t e = fl_catalog_ns_get(x->sc->cat, x->bucket, x->ns, n);
     if (e == FL_OK) return true;
     if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
@@ -662,7 +665,7 @@ static void h_head_ns(rctx_t *x)
 static void h_drop_ns(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "dropNamespace");
-    fl_err_t e = fl_catalog_ns_delete(x->cfg->cat, x->bucket, x->ns);
+    fl_err_t e = fl_catalog_ns_delete(x->sc->cat, x->bucket, x->ns);
     if (e == FL_ERR_NOT_EMPTY) err(x, 409, "NamespaceNotEmptyException", "The namespace is not empty.");
     else if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
@@ -723,7 +726,7 @@ static void h_ns_props(rctx_t *x)
         }
     }
     char *text = json_dumps(props, JSON_COMPACT);
-    fl_err_t e = text ? fl_catalog_ns_set_properties(x->cfg->cat, x->bucket, x->ns, text) : FL_ERR_NOMEM;
+    fl_err_t e = text ? fl_catalog_ns_set_properties(x->sc->cat, x->bucket, x->ns, text) : FL_ERR_NOMEM;
     pthread_mutex_unlock(&ns_props_lock);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -763,7 +766,7 @@ static void list_rows(rctx_t *x, const char *kind)
     for (;;) {
         fl_table_t *v = NULL;
         size_t n = 0;
-        fl_err_t e = fl_catalog_table_list(x->cfg->cat, x->bucket, x->ns, kind, NULL, after ? x->ns : NULL,
+        fl_err_t e = fl_catalog_table_list(x->sc->cat, x->bucket, x->ns, kind, NULL, after ? x->ns : NULL,
                                            after, want, &v, &n, &more);
         if (e) {
             err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -813,7 +816,7 @@ static bool create_precheck(rctx_t *x, const char *name)
         return false;
     }
     fl_table_t t;
-    if (fl_catalog_table_get(x->cfg->cat, x->bucket, x->ns, name, &t) == FL_OK) {
+    if (fl_catalog_table_get(x->sc->cat, x->bucket, x->ns, name, &t) == FL_OK) {
         err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         return false;
     }
@@ -850,7 +853,7 @@ static void h_create_table(rctx_t *x)
             err(x, status == 409 ? 409 : 400, status == 409 ? "AlreadyExistsException" : "BadRequestException", emsg);
             return;
         }
-        fl_err_t e = fl_store_bucket_create(x->cfg->store, wb);
+        fl_err_t e = fl_store_bucket_create(x->sc->store, wb);
         if (e) {
             json_decref(meta);
             err(x, 500, "ServiceFailureException", "Could not create the table's warehouse.");
@@ -870,7 +873,7 @@ static void h_create_table(rctx_t *x)
     }
     fl_table_t t;
     const char *why = NULL;
-    fl_err_t e = fl_tablesvc_create(x->cfg, x->bucket, x->ns, name, x->r->principal, meta, &t, &why);
+    fl_err_t e = fl_tablesvc_create(x->svc, x->bucket, x->ns, name, x->r->principal, meta, &t, &why);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", why ? why : "The table already exists.");
     else if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", why ? why : "The specified namespace does not exist.");
@@ -957,7 +960,7 @@ static void h_drop_table(rctx_t *x)
     pthread_mutex_lock(mu);
     /* the drop deletes the row read here (by id) and purges only its warehouse */
     bool found = get_row(x, x->ns, x->name, false, &t, true);
-    fl_err_t e = found ? fl_tablesvc_drop(x->cfg, &t, purge, NULL) : FL_OK;
+    fl_err_t e = found ? fl_tablesvc_drop(x->svc, &t, purge, NULL) : FL_OK;
     pthread_mutex_unlock(mu);
     if (!found) return; /* get_row rendered the 404 */
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
@@ -999,7 +1002,7 @@ static void h_register(rctx_t *x)
     pthread_mutex_lock(mu);
     json_t *meta = NULL;
     fl_table_t t, cur;
-    bool exists = fl_catalog_table_get(x->cfg->cat, x->bucket, x->ns, name, &cur) == FL_OK;
+    bool exists = fl_catalog_table_get(x->sc->cat, x->bucket, x->ns, name, &cur) == FL_OK;
     if (exists && (!json_is_true(ow) || strcmp(cur.kind, "table") != 0)) {
         err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         goto out;
@@ -1015,8 +1018,8 @@ static void h_register(rctx_t *x)
         row_init(x, &t, x->ns, name, id, false);
         fl_table_t other;
         fl_bucket_info_t bi;
-        if (fl_store_bucket_head(x->cfg->store, wb, &bi) != FL_OK ||
-            fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
+        if (fl_store_bucket_head(x->sc->store, wb, &bi) != FL_OK ||
+            fl_catalog_table_get_by_warehouse(x->sc->cat, t.warehouse, &other) == FL_OK) {
             err(x, 400, "BadRequestException", "The metadata location is not inside an unclaimed table warehouse.");
             goto out;
         }
@@ -1025,7 +1028,7 @@ static void h_register(rctx_t *x)
         err(x, 400, "BadRequestException", "The metadata location is outside the table's warehouse.");
         goto out;
     }
-    fl_err_t e = fl_tablesvc_read_metadata(x->cfg, loc, &meta);
+    fl_err_t e = fl_tablesvc_read_metadata(x->svc, loc, &meta);
     if (e) {
         err(x, 400, "BadRequestException", e == FL_ERR_NOT_FOUND ? "The metadata file does not exist."
                                                                   : "The metadata file is not valid JSON.");
@@ -1040,14 +1043,14 @@ static void h_register(rctx_t *x)
         fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_id = t.id,
                                .expect_token = t.version_token,
                                .new_location = loc, .modified_by = x->r->principal };
-        e = fl_catalog_table_swap(x->cfg->cat, &sw, 1);
+        e = fl_catalog_table_swap(x->sc->cat, &sw, 1);
         if (e == FL_ERR_CONFLICT) {
             err(x, 409, "CommitFailedException", "The table changed while it was being registered.");
             goto out;
         }
     } else {
         snprintf(t.metadata_location, sizeof t.metadata_location, "%s", loc);
-        e = fl_catalog_table_create(x->cfg->cat, &t);
+        e = fl_catalog_table_create(x->sc->cat, &t);
     }
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
     else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
@@ -1092,7 +1095,7 @@ static void do_rename(rctx_t *x, bool view)
         err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
         return;
     }
-    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
+    fl_err_t e = fl_catalog_table_rename(x->sc->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
@@ -1204,7 +1207,7 @@ static int prepare(rctx_t *x, change_t *ch, bool view)
     }
     ch->next = next;
     ch->text = json_dumps(next, JSON_COMPACT);
-    fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->cfg, &ch->row, fl_iceberg_next_file_seq(next),
+    fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->svc, &ch->row, fl_iceberg_next_file_seq(next),
                                                             ch->text, ch->loc)
                           : FL_ERR_NOMEM;
     if (e && row_gone(x, &ch->row)) { /* dropped and purged meanwhile: the warehouse is gone */
@@ -1225,7 +1228,7 @@ static void discard_written(rctx_t *x, change_t *ch, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (ch[i].next && ch[i].loc[0]) {
-            fl_err_t e = fl_tablesvc_delete_metadata(x->cfg, &ch[i].row, ch[i].loc);
+            fl_err_t e = fl_tablesvc_delete_metadata(x->svc, &ch[i].row, ch[i].loc);
             if (e && e != FL_ERR_NOT_FOUND) fl_warn("rest: could not remove %s: %s", ch[i].loc, fl_err_str(e));
             ch[i].loc[0] = 0;
         }
@@ -1359,7 +1362,7 @@ static void commit_create(rctx_t *x, change_t *ch, bool respond_body)
     fl_table_t t;
     if (!loc[0] || !strcmp(loc, "s3://pending")) {
         const char *why = NULL;
-        fl_err_t e = fl_tablesvc_create(x->cfg, x->bucket, ch->ns, ch->name, x->r->principal, next, &t, &why);
+        fl_err_t e = fl_tablesvc_create(x->svc, x->bucket, ch->ns, ch->name, x->r->principal, next, &t, &why);
         if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
         else if (e) err(x, 500, "ServiceFailureException", why ? why : fl_err_str(e));
@@ -1368,21 +1371,21 @@ static void commit_create(rctx_t *x, change_t *ch, bool respond_body)
         fl_bucket_info_t bi;
         fl_table_t other;
         if (!warehouse_of(loc, wb, id) || loc[5 + strlen(wb)] != 0 ||
-            fl_store_bucket_head(x->cfg->store, wb, &bi) != FL_OK) {
+            fl_store_bucket_head(x->sc->store, wb, &bi) != FL_OK) {
             err(x, 400, "BadRequestException", "The table location must be the warehouse given at stage-create.");
             goto out;
         }
         row_init(x, &t, ch->ns, ch->name, id, false);
-        if (fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
+        if (fl_catalog_table_get_by_warehouse(x->sc->cat, t.warehouse, &other) == FL_OK) {
             err(x, 409, "AlreadyExistsException", "The warehouse already belongs to a table.");
             goto out;
         }
-        fl_err_t e = fl_tablesvc_write_metadata(x->cfg, &t, 0, next, t.metadata_location);
+        fl_err_t e = fl_tablesvc_write_metadata(x->svc, &t, 0, next, t.metadata_location);
         if (e) {
             err(x, 500, "ServiceFailureException", "The metadata file could not be written.");
             goto out;
         }
-        e = fl_catalog_table_create(x->cfg->cat, &t);
+        e = fl_catalog_table_create(x->sc->cat, &t);
         if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
         else if (e) err(x, 500, "CommitStateUnknownException", fl_err_str(e));
@@ -1428,7 +1431,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
     if (n == 1 && !view && has_assert_create(ch[0].reqs) &&
         !get_row(x, ch[0].ns, ch[0].name, false, &ch[0].row, false)) {
         fl_table_t any;
-        if (fl_catalog_table_get(x->cfg->cat, x->bucket, ch[0].ns, ch[0].name, &any) == FL_OK)
+        if (fl_catalog_table_get(x->sc->cat, x->bucket, ch[0].ns, ch[0].name, &any) == FL_OK)
             err(x, 409, "AlreadyExistsException", "A view with this name already exists.");
         else commit_create(x, &ch[0], single);
         goto out;
@@ -1460,7 +1463,7 @@ static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool si
                 nsw++;
             }
         }
-        fl_err_t e = nsw ? fl_catalog_table_swap(x->cfg->cat, sw, nsw) : FL_OK;
+        fl_err_t e = nsw ? fl_catalog_table_swap(x->sc->cat, sw, nsw) : FL_OK;
         if (e == FL_ERR_CONFLICT && attempt + 1 < COMMIT_ATTEMPTS) continue;
         if (e == FL_ERR_CONFLICT) {
             err(x, 409, "CommitFailedException", "The table kept changing; retry the commit.");
@@ -1588,14 +1591,14 @@ static void h_create_view(rctx_t *x)
         err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid createView request.");
         return;
     }
-    fl_err_t e = fl_store_bucket_create(x->cfg->store, wb);
+    fl_err_t e = fl_store_bucket_create(x->sc->store, wb);
     if (e) {
         json_decref(meta);
         err(x, 500, "ServiceFailureException", "Could not create the view's warehouse.");
         return;
     }
-    e = fl_tablesvc_write_metadata(x->cfg, &t, 0, meta, t.metadata_location);
-    if (!e) e = fl_catalog_table_create(x->cfg->cat, &t);
+    e = fl_tablesvc_write_metadata(x->svc, &t, 0, meta, t.metadata_location);
+    if (!e) e = fl_catalog_table_create(x->sc->cat, &t);
     if (e) {
         discard_warehouse(x, wb, t.metadata_location);
         if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
@@ -1635,7 +1638,7 @@ static void h_drop_view(rctx_t *x)
     fl_http_set_op(x->r->c, "dropView");
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, true, &t, true)) return;
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, true, NULL);
+    fl_err_t e = fl_tablesvc_drop(x->svc, &t, true, NULL);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchViewException", "The specified view does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
@@ -1682,7 +1685,7 @@ static void h_config(rctx_t *x)
         return;
     }
     char bucket[64];
-    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(&x->cfg->scope, w.ptr, bucket, NULL)
+    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(&x->sc->scope, w.ptr, bucket, NULL)
                                                : FL_ARN_MALFORMED; /* a NUL would cut it short */
     fl_buf_free(&w);
     if (m == FL_ARN_MALFORMED) {
@@ -1694,17 +1697,17 @@ static void h_config(rctx_t *x)
         return;
     }
     fl_tbucket_t b;
-    if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->cfg->cat, bucket, &b) != FL_OK) {
+    if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->sc->cat, bucket, &b) != FL_OK) {
         err(x, 404, "NoSuchWarehouseException", "The specified table bucket does not exist.");
         return;
     }
     char arn[FL_ARN_MAX];
     if (b.arn[0]) snprintf(arn, sizeof arn, "%s", b.arn);
-    else fl_arn_bucket(&x->cfg->scope, bucket, arn);
+    else fl_arn_bucket(&x->sc->scope, bucket, arn);
     fl_buf_t enc;
     fl_buf_init(&enc, 0);
     fl_uri_encode(fl_slice_cstr(arn), false, &enc);
-    json_t *defaults = table_config(x->cfg);
+    json_t *defaults = table_config(x);
     json_object_set_new(defaults, "prefix", json_string(enc.ptr));
     json_object_set_new(defaults, "warehouse", json_string(arn));
     json_t *overrides = json_pack("{s:s}", "prefix", enc.ptr);
@@ -1778,7 +1781,7 @@ static void dispatch(rctx_t *x);
 
 void fl_rest_handle(fl_api_req_t *r)
 {
-    rctx_t x = { .r = r, .cfg = r->cfg };
+    rctx_t x = { .r = r, .cfg = r->cfg, .svc = r->cfg->svc, .sc = fl_tablesvc_cfg(r->cfg->svc) };
     x.head = !strcmp(r->req->method, "HEAD");
     if (fl_query_parse(r->req->query, r->req->query_len, &x.q) != FL_OK) {
         fl_http_set_op(r->c, "restUnknown");
@@ -1852,7 +1855,7 @@ static void dispatch(rctx_t *x)
     fl_buf_init(&arn, FL_ARN_MAX);
     fl_arn_match_t m = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK &&
                        arn.ptr && strlen(arn.ptr) == arn.len
-                           ? fl_arn_resolve(&r->cfg->scope, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
+                           ? fl_arn_resolve(&x->sc->scope, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
     fl_buf_free(&arn);
     if (m == FL_ARN_OTHER_ACCOUNT || m == FL_ARN_OTHER_REGION) {
         fl_http_set_op(r->c, "restUnknown");
@@ -1868,7 +1871,7 @@ static void dispatch(rctx_t *x)
         return;
     }
     fl_tbucket_t b;
-    fl_err_t e = fl_catalog_bucket_get(r->cfg->cat, x->bucket, &b);
+    fl_err_t e = fl_catalog_bucket_get(x->sc->cat, x->bucket, &b);
     if (e) {
         fl_http_set_op(r->c, "restUnknown");
         if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)

@@ -1,5 +1,5 @@
 #include "test.h"
-#include "api/tablesvc.h"
+#include "catalog/tablesvc.h"
 #include "base/time.h"
 #include <stdio.h>
 
@@ -22,27 +22,29 @@ FL_TEST(tablesvc_sweeps_unowned_warehouses_only)
     snprintf(p, sizeof p, "%s/catalog.db", dir);
     fl_catalog_t *cat = fl_catalog_open(p);
     REQUIRE(store && cat);
-    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
+    fl_tablesvc_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
     fl_tbucket_t b = { .name = "lake" };
     fl_arn_bucket(&cfg.scope, "lake", b.arn);
+    fl_tablesvc_t *svc = fl_tablesvc_open(&cfg);
     REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
     fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
     REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
     fl_namespace_free(&ns);
     fl_table_t t;
     const char *why = NULL;
-    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "owned", "tester", NULL, &t, &why) == FL_OK);
+    REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "owned", "tester", NULL, &t, &why) == FL_OK);
     /* an abandoned warehouse with an object and an ordinary bucket */
     REQUIRE(fl_store_bucket_create(store, "abandoned--table-s3") == FL_OK);
     REQUIRE(put_small(store, "abandoned--table-s3", "data/f.parquet") == FL_OK);
     REQUIRE(fl_store_bucket_create(store, "plain") == FL_OK);
 
-    CHECK_EQ(fl_tablesvc_sweep(&cfg, fl_now_ms() - 3600 * 1000), 0); /* too young */
-    CHECK_EQ(fl_tablesvc_sweep(&cfg, fl_now_ms() + 1000), 1);
+    CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() - 3600 * 1000), 0); /* too young */
+    CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() + 1000), 1);
     fl_bucket_info_t bi;
     CHECK_EQ(fl_store_bucket_head(store, "abandoned--table-s3", &bi), FL_ERR_NO_BUCKET);
     CHECK_EQ(fl_store_bucket_head(store, "plain", &bi), FL_OK);
     CHECK_EQ(fl_store_bucket_head(store, t.warehouse + 5, &bi), FL_OK);
+    fl_tablesvc_close(svc);
     fl_catalog_close(cat);
     fl_store_close(store);
 }
@@ -59,24 +61,25 @@ FL_TEST(tablesvc_drop_acts_on_the_table_it_checked)
     snprintf(p, sizeof p, "%s/catalog.db", dir);
     fl_catalog_t *cat = fl_catalog_open(p);
     REQUIRE(store && cat);
-    fl_catalog_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
+    fl_tablesvc_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
     fl_tbucket_t b = { .name = "lake" };
     fl_arn_bucket(&cfg.scope, "lake", b.arn);
+    fl_tablesvc_t *svc = fl_tablesvc_open(&cfg);
     REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
     fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
     REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
     fl_namespace_free(&ns);
     const char *why = NULL;
     fl_table_t old_x, new_x, cur;
-    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "x", "tester", NULL, &old_x, &why) == FL_OK);
+    REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "x", "tester", NULL, &old_x, &why) == FL_OK);
     REQUIRE(put_small(store, old_x.warehouse + 5, "data/f.parquet") == FL_OK);
 
     /* the drop has read old_x; meanwhile x -> y and a new x */
     REQUIRE(fl_catalog_table_rename(cat, "lake", "ns", "x", "ns", "y", NULL, NULL) == FL_OK);
-    REQUIRE(fl_tablesvc_create(&cfg, "lake", "ns", "x", "tester", NULL, &new_x, &why) == FL_OK);
+    REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "x", "tester", NULL, &new_x, &why) == FL_OK);
 
-    CHECK_EQ(fl_tablesvc_drop(&cfg, &old_x, true, NULL), FL_ERR_NOT_FOUND);
-    CHECK_EQ(fl_tablesvc_drop(&cfg, &old_x, true, old_x.version_token), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_tablesvc_drop(svc, &old_x, true, NULL), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_tablesvc_drop(svc, &old_x, true, old_x.version_token), FL_ERR_NOT_FOUND);
     REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "x", &cur) == FL_OK);
     CHECK_STR(cur.id, new_x.id);
     REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "y", &cur) == FL_OK);
@@ -96,10 +99,11 @@ FL_TEST(tablesvc_drop_acts_on_the_table_it_checked)
 
     /* the row as it is now (y, same id) drops and purges its own warehouse only */
     REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "y", &cur) == FL_OK);
-    CHECK_EQ(fl_tablesvc_drop(&cfg, &cur, true, NULL), FL_OK);
+    CHECK_EQ(fl_tablesvc_drop(svc, &cur, true, NULL), FL_OK);
     fl_bucket_info_t bi;
     CHECK_EQ(fl_store_bucket_head(store, old_x.warehouse + 5, &bi), FL_ERR_NO_BUCKET);
     CHECK_EQ(fl_store_bucket_head(store, new_x.warehouse + 5, &bi), FL_OK);
+    fl_tablesvc_close(svc);
     fl_catalog_close(cat);
     fl_store_close(store);
 }
