@@ -305,13 +305,15 @@ fail:
 fl_err_t fl_tablesvc_drop(fl_tablesvc_t *s, const fl_table_t *t, bool purge,
                           const char *expect_token)
 {
+    fl_tablesvc_lock(s, t->bucket, t->ns, t->name);
     fl_err_t e = fl_catalog_table_delete(s->cfg.cat, t->bucket, t->ns, t->name, t->id, expect_token);
-    if (e) return e;
-    if (purge) {
+    if (!e && purge) {
         char wb[64];
         if (warehouse_bucket(t, wb)) purge_warehouse(s, wb);
     }
-    return FL_OK;
+    fl_tablesvc_unlock(s, t->bucket, t->ns, t->name);
+    if (!e && t->metadata_location[0]) fl_tablesvc_mcache_forget(&s->mc, t->metadata_location);
+    return e;
 }
 
 int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
@@ -337,15 +339,69 @@ int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
     return swept;
 }
 
+/* Warehouse bucket "{uuid}--table-s3" named by an s3:// location (id_out: the uuid). */
+bool fl_tablesvc_warehouse_of(const char *loc, char *wb, char *id_out)
+{
+    if (strncmp(loc, "s3://", 5) != 0) return false;
+    const char *b = loc + 5;
+    size_t n = strcspn(b, "/");
+    size_t sl = strlen(WAREHOUSE_SUFFIX);
+    if (n != 36 + sl || strncmp(b + 36, WAREHOUSE_SUFFIX, sl) != 0) return false;
+    memcpy(wb, b, n);
+    wb[n] = 0;
+    memcpy(id_out, b, 36);
+    id_out[36] = 0;
+    for (int i = 0; i < 36; i++) {
+        char c = id_out[i];
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+bool fl_tablesvc_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 255) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return s[0] != '_' && s[n - 1] != '_';
+}
+
+void fl_tablesvc_row_init(fl_tablesvc_t *s, fl_table_t *t, const char *bucket, const char *ns, const char *name,
+                          const char *id, bool view, const char *principal)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->bucket, sizeof t->bucket, "%s", bucket);
+    snprintf(t->ns, sizeof t->ns, "%s", ns);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->id, sizeof t->id, "%s", id);
+    snprintf(t->warehouse, sizeof t->warehouse, "s3://%s" WAREHOUSE_SUFFIX, id);
+    snprintf(t->type, sizeof t->type, "customer");
+    snprintf(t->format, sizeof t->format, "ICEBERG");
+    snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
+    snprintf(t->owner, sizeof t->owner, "%s", s->cfg.scope.account ? s->cfg.scope.account : "");
+    snprintf(t->created_by, sizeof t->created_by, "%s", principal ? principal : "anonymous");
+    snprintf(t->modified_by, sizeof t->modified_by, "%s", t->created_by);
+    fl_arn_table(&s->cfg.scope, bucket, id, t->arn);
+}
+
 fl_tablesvc_t *fl_tablesvc_open(const fl_tablesvc_cfg_t *cfg)
 {
     fl_tablesvc_t *s = fl_calloc(1, sizeof *s);
     s->cfg = *cfg;
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_init(&s->stripes[i], NULL);
+    fl_tablesvc_mcache_init(&s->mc);
     return s;
 }
 
 void fl_tablesvc_close(fl_tablesvc_t *s)
 {
+    if (!s) return;
+    fl_tablesvc_mcache_free(&s->mc);
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_destroy(&s->stripes[i]);
     free(s);
 }
 
