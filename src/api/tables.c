@@ -9,7 +9,9 @@
  * shape (x-amzn-ErrorType header + {"message": ...}); the error-type -> HTTP
  * status map and the fl_err_t -> error-type map are data tables below.
  *
- * Resources live in the catalog store (meta/catalog.h): table buckets,
+ * Tables are created, dropped, renamed and their pointers moved through the
+ * table service (catalog/tablesvc.h), under the same per-table lock as Iceberg
+ * REST commits. Other resources live in the catalog store (meta/catalog.h): table buckets,
  * namespaces and tables as rows; policies, maintenance configuration,
  * encryption, storage class, tags, metrics and logging configuration as JSON
  * documents attached to the bucket's or table's ARN. Stored maintenance
@@ -1573,8 +1575,7 @@ static void op_rename_table(treq_t *t)
     if ((new_ns && !check_ns_name(t, new_ns, false)) || (new_name && !check_table_name(t, new_name, true))) return;
     if (token && strcmp(token, tb.version_token) != 0)
         return fail(t, "ConflictException", STALE_TOKEN);
-    fl_err_t e = fl_catalog_table_rename(t->cat, tb.bucket, tb.ns, tb.name, new_ns ? new_ns : tb.ns,
-                                         new_name ? new_name : tb.name, tb.id, token);
+    fl_err_t e = fl_tablesvc_rename(t->svc, &tb, new_ns ? new_ns : tb.ns, new_name ? new_name : tb.name, token);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A table with the new name already exists.");
     if (e == FL_ERR_CONFLICT)
         return fail(t, "ConflictException", STALE_TOKEN);
@@ -1614,10 +1615,8 @@ static void op_update_metadata_location(treq_t *t)
     if (re)
         return fail(t, "BadRequestException", "The specified metadata location is not valid: %s.",
                     re == FL_ERR_NOT_FOUND ? "no such metadata file" : "not a readable metadata file");
-    fl_table_swap_t sw = { .bucket = tb.bucket, .ns = tb.ns, .name = tb.name, .expect_id = tb.id,
-                           .expect_token = token,
-                           .new_location = loc, .modified_by = t->r->principal };
-    fl_err_t e = fl_catalog_table_swap(t->cat, &sw, 1);
+    char new_token[40];
+    fl_err_t e = fl_tablesvc_swap(t->svc, &tb, token, loc, t->r->principal, new_token);
     if (e == FL_ERR_CONFLICT)
         return fail(t, "ConflictException", STALE_TOKEN);
     if (e == FL_ERR_NOT_FOUND) return fail(t, "NotFoundException", "The specified table does not exist.");
@@ -1626,7 +1625,7 @@ static void op_update_metadata_location(treq_t *t)
     jset_str(o, "name", tb.name);
     jset_str(o, "tableARN", tb.arn);
     json_object_set_new(o, "namespace", ns_list_json(tb.ns));
-    jset_str(o, "versionToken", sw.new_token_out);
+    jset_str(o, "versionToken", new_token);
     jset_str(o, "metadataLocation", loc);
     reply(t, 200, o);
 }

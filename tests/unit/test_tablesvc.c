@@ -2,7 +2,10 @@
 #include "catalog/tablesvc.h"
 #include "base/time.h"
 #include "iceberg/metadata.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <unistd.h>
 
 static fl_err_t put_small(fl_store_t *s, const char *bucket, const char *key)
 {
@@ -216,6 +219,72 @@ FL_TEST(tablesvc_commits_in_process)
     json_decref(reqs);
     json_decref(upds);
     fl_tmeta_release(m0);
+    fl_tablesvc_close(svc);
+    fl_catalog_close(cat);
+    fl_store_close(store);
+}
+
+/* S3 Tables' pointer moves (UpdateTableMetadataLocation, RenameTable,
+ * DeleteTable) wait for the table's lock, as REST commits do: while a commit
+ * holds it, none of them lands. */
+typedef struct lock_probe {
+    fl_tablesvc_t *svc;
+    fl_table_t t;
+    int op;
+    fl_err_t e;
+    atomic_int done;
+} lock_probe_t;
+
+static void *lock_probe_run(void *arg)
+{
+    lock_probe_t *p = arg;
+    char tok[40];
+    if (p->op == 0) p->e = fl_tablesvc_swap(p->svc, &p->t, p->t.version_token, p->t.metadata_location, "x", tok);
+    else if (p->op == 1) p->e = fl_tablesvc_rename(p->svc, &p->t, "ns", "renamed", NULL);
+    else p->e = fl_tablesvc_drop(p->svc, &p->t, true, NULL);
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+FL_TEST(tablesvc_pointer_moves_take_the_table_lock)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects", dir);
+    fl_store_t *store = fl_store_open(p);
+    snprintf(p, sizeof p, "%s/catalog.db", dir);
+    fl_catalog_t *cat = fl_catalog_open(p);
+    REQUIRE(store && cat);
+    fl_tablesvc_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
+    fl_tablesvc_t *svc = fl_tablesvc_open(&cfg);
+    fl_tbucket_t b = { .name = "lake" };
+    fl_arn_bucket(&cfg.scope, "lake", b.arn);
+    REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
+    fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
+    REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
+    fl_namespace_free(&ns);
+    const char *why = NULL;
+    for (int op = 0; op < 3; op++) {
+        lock_probe_t probe = { .svc = svc, .op = op };
+        atomic_init(&probe.done, 0);
+        REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "t", "tester", NULL, &probe.t, &why) == FL_OK);
+        fl_tablesvc_lock(svc, "lake", "ns", "t");
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, lock_probe_run, &probe) == 0);
+        usleep(100 * 1000);
+        CHECK_EQ(atomic_load(&probe.done), 0);
+        fl_tablesvc_unlock(svc, "lake", "ns", "t");
+        pthread_join(th, NULL);
+        CHECK_EQ(atomic_load(&probe.done), 1);
+        CHECK_EQ(probe.e, FL_OK);
+        fl_table_t gone;
+        if (op == 1) CHECK_EQ(fl_catalog_table_get(cat, "lake", "ns", "renamed", &gone), FL_OK);
+        if (op == 1) REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "renamed", &probe.t) == FL_OK);
+        if (op == 1) REQUIRE(fl_tablesvc_drop(svc, &probe.t, true, NULL) == FL_OK);
+        else if (op == 0) REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "t", &probe.t) == FL_OK);
+        if (op == 0) REQUIRE(fl_tablesvc_drop(svc, &probe.t, true, NULL) == FL_OK);
+        CHECK_EQ(fl_catalog_table_get(cat, "lake", "ns", "t", &gone), FL_ERR_NOT_FOUND);
+    }
     fl_tablesvc_close(svc);
     fl_catalog_close(cat);
     fl_store_close(store);
