@@ -875,7 +875,7 @@ static void do_rename(rctx_t *x, bool view)
         err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
         return;
     }
-    fl_err_t e = fl_catalog_table_rename(x->sc->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
+    fl_err_t e = fl_tablesvc_rename(x->svc, &t, dns, dname, NULL);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
