@@ -4,6 +4,8 @@
  * the front door the path belongs to, so every client sees its own protocol's
  * error shape. */
 #include "api/catalog.h"
+#include "api/rest.h"
+#include "api/tables.h"
 #include "base/checksum.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -44,7 +46,7 @@ static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
     if (err->detail_name && !strcmp(err->detail_name, "Region")) {
         char msg[160];
         snprintf(msg, sizeof msg, "Credential should be scoped to a valid region, not the one "
-                 "signed for; expecting '%s'.", r->cfg->region);
+                 "signed for; expecting '%s'.", fl_tablesvc_cfg(r->cfg->svc)->scope.region);
         front_error(r, rest, 403, rest ? "NotAuthorizedException" : "InvalidSignatureException", msg);
         return;
     }
@@ -100,7 +102,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     };
     static const char *const services[] = { "s3tables", "osstables", NULL };
     fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
-                          .region = cfg->region, .now = fl_now_ms() / 1000 };
+                          .region = fl_tablesvc_cfg(cfg->svc)->scope.region, .now = fl_now_ms() / 1000 };
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
     bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
@@ -155,77 +157,9 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
 
     /* drops must work on a full disk: the catalog's commit needs room too */
-    if (!strcmp(req->method, "DELETE") && cfg->store) fl_store_make_room(cfg->store);
+    if (!strcmp(req->method, "DELETE")) fl_store_make_room(fl_tablesvc_cfg(cfg->svc)->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:
     fl_buf_free(&body);
-}
-
-/* ---- ARNs ---- */
-
-void fl_arn_bucket(const fl_catalog_cfg_t *cfg, const char *name, char *out)
-{
-    if (snprintf(out, FL_ARN_MAX, cfg->aws_arns ? "arn:aws:s3tables:%s:%s:bucket/%s" : "acs:osstables:%s:%s:bucket/%s",
-                 cfg->region, cfg->account, name) >= FL_ARN_MAX)
-        out[0] = 0;
-}
-
-void fl_arn_table(const fl_catalog_cfg_t *cfg, const char *bucket, const char *id, char *out)
-{
-    char b[FL_ARN_MAX];
-    fl_arn_bucket(cfg, bucket, b);
-    if (snprintf(out, FL_ARN_MAX, "%s/table/%s", b, id) >= FL_ARN_MAX) out[0] = 0;
-}
-
-bool fl_arn_parse(const char *arn, char *bucket_out, char *table_id_out)
-{
-    static const char *const heads[] = { "acs:osstables:", "acs:osstable:", NULL };
-    const char *p = NULL;
-    for (int i = 0; heads[i] && !p; i++)
-        if (!strncmp(arn, heads[i], strlen(heads[i]))) p = arn + strlen(heads[i]);
-    if (!p && !strncmp(arn, "arn:aws", 7)) {
-        const char *q = arn + 7;
-        while (*q && *q != ':' && (*q == '-' || (*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9'))) q++;
-        if (!strncmp(q, ":s3tables:", 10)) p = q + 10;
-    }
-    if (!p) return false;
-    /* region:account:bucket/NAME[/table/ID] */
-    const char *c1 = strchr(p, ':');
-    const char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-    if (!c1 || !c2 || strncmp(c2 + 1, "bucket/", 7) != 0) return false;
-    for (const char *q = c1 + 1; q < c2; q++)
-        if (*q < '0' || *q > '9') return false;
-    const char *name = c2 + 8;
-    size_t n = strcspn(name, "/");
-    if (n < 1 || n > 63) return false;
-    memcpy(bucket_out, name, n);
-    bucket_out[n] = 0;
-    const char *rest = name + n;
-    if (table_id_out) table_id_out[0] = 0;
-    if (!*rest) return true;
-    if (!table_id_out || strncmp(rest, "/table/", 7) != 0) return false;
-    size_t tl = strlen(rest + 7);
-    if (tl < 1 || tl > 39 || strchr(rest + 7, '/')) return false;
-    memcpy(table_id_out, rest + 7, tl + 1);
-    return true;
-}
-
-fl_arn_match_t fl_arn_resolve(const fl_catalog_cfg_t *cfg, const char *arn, char *bucket_out,
-                              char *table_id_out)
-{
-    if (!arn || !fl_arn_parse(arn, bucket_out, table_id_out)) return FL_ARN_MALFORMED;
-    /* fl_arn_parse checked the shape: {head}{region}:{account}:bucket/... */
-    const char *p = strchr(arn, ':');
-    p = p ? strchr(p + 1, ':') : NULL;   /* after the service */
-    if (p && !strncmp(arn, "arn:", 4)) p = strchr(p + 1, ':'); /* arn:PARTITION:s3tables: */
-    if (!p) return FL_ARN_MALFORMED;
-    const char *region = p + 1, *c1 = strchr(region, ':');
-    const char *account = c1 ? c1 + 1 : NULL, *c2 = account ? strchr(account, ':') : NULL;
-    if (!c2) return FL_ARN_MALFORMED;
-    if (strlen(cfg->account) != (size_t)(c2 - account) || strncmp(account, cfg->account, (size_t)(c2 - account)))
-        return FL_ARN_OTHER_ACCOUNT;
-    if (strlen(cfg->region) != (size_t)(c1 - region) || strncmp(region, cfg->region, (size_t)(c1 - region)))
-        return FL_ARN_OTHER_REGION;
-    return FL_ARN_OURS;
 }

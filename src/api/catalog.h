@@ -7,72 +7,11 @@
  * thread and may block. */
 #ifndef FL_API_CATALOG_H
 #define FL_API_CATALOG_H
-#include <stdbool.h>
-#include <stddef.h>
-#include "auth/sigv4.h"
-#include "meta/catalog.h"
-#include "net/http.h"
-#include "store/store.h"
+#include "api/front.h"
 
 #define FL_CATALOG_MAX_BODY (8 * 1024 * 1024) /* JSON request bodies */
 
-typedef struct fl_catalog_cfg {
-    fl_catalog_t *cat;
-    fl_store_t *store;            /* the data plane's object store: warehouses live there */
-    const char *region;           /* e.g. "us-east-1" */
-    const char *account;          /* account id used in ARNs, e.g. "000000000000" */
-    bool aws_arns;                /* arn:aws:s3tables:... instead of acs:osstables:... */
-    const char *s3_endpoint;      /* data plane URL for clients, e.g. "http://127.0.0.1:9000" */
-    bool insecure_no_auth;
-    fl_secret_lookup_fn lookup;
-    void *lookup_ud;
-} fl_catalog_cfg_t;
-
-/* One request, as the front doors see it. */
-typedef struct fl_api_req {
-    fl_http_conn_t *c;
-    fl_http_req_t *req;
-    const fl_catalog_cfg_t *cfg;
-    const char *path;             /* raw path below the front door ("/iceberg" stripped for REST) */
-    size_t path_len;
-    const char *body;             /* whole request body, NUL-terminated ("" when none) */
-    size_t body_len;
-    const char *principal;        /* access key id, or "anonymous" */
-} fl_api_req_t;
-
 /* fl_http_handler_fn for the catalog port; ud is a const fl_catalog_cfg_t*. */
 void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud);
-
-/* S3 Tables control plane (api/tables.c). */
-void fl_tables_handle(fl_api_req_t *r);
-/* Renders an S3 Tables error: status, x-amzn-ErrorType: type, {"message": msg}. */
-void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *msg);
-
-/* Iceberg REST catalog (api/rest.c); r->path is below /iceberg (e.g. "/v1/config"). */
-void fl_rest_handle(fl_api_req_t *r);
-/* Renders {"error": {"message": msg, "type": type, "code": status}}. */
-void fl_rest_error(fl_api_req_t *r, int status, const char *type, const char *msg);
-
-/* ---- ARNs (both forms accepted on input) ---- */
-/* Table-bucket ARN for name: "acs:osstables:{region}:{account}:bucket/{name}" or
- * "arn:aws:s3tables:{region}:{account}:bucket/{name}". out >= FL_ARN_MAX. */
-void fl_arn_bucket(const fl_catalog_cfg_t *cfg, const char *name, char *out);
-/* Table ARN: bucket ARN + "/table/{id}". */
-void fl_arn_table(const fl_catalog_cfg_t *cfg, const char *bucket, const char *id, char *out);
-/* Parses a table-bucket ARN of either form (also with a "/table/{id}" tail when
- * table_id_out is non-NULL) into the bucket name (64 bytes) and optional table id
- * (40 bytes, "" when absent). False if malformed. */
-bool fl_arn_parse(const char *arn, char *bucket_out, char *table_id_out);
-
-typedef enum fl_arn_match {
-    FL_ARN_OURS = 0,         /* this server's region and account */
-    FL_ARN_MALFORMED,
-    FL_ARN_OTHER_ACCOUNT,    /* AWS answers AccessDenied */
-    FL_ARN_OTHER_REGION,     /* no such resource in this region */
-} fl_arn_match_t;
-/* fl_arn_parse, and the ARN's region and account must be cfg's: an ARN naming
- * another account or region never resolves to one of this server's buckets. */
-fl_arn_match_t fl_arn_resolve(const fl_catalog_cfg_t *cfg, const char *arn, char *bucket_out,
-                              char *table_id_out);
 
 #endif

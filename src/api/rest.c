@@ -7,18 +7,15 @@
  * ARN; the rest is matched segment by segment against the static route table, which
  * also generates the "endpoints" list of /v1/config.
  *
- * Commits: load the row, check requirements against the metadata at its pointer,
- * apply the updates, write the next metadata file, then compare-and-swap the pointer
- * on the row's version token. Commits to one table are serialised in this process by
- * a striped mutex; a lost swap (another process, or the S3 Tables API) re-runs the
- * check and apply. 409 only for a failed requirement; 5xx only when the swap's
- * outcome is unknown.
- *
- * Parsed metadata and its serialisation are cached by metadata location (LRU,
- * refcounted entries, one lock), so loadTable of an unchanged table does one catalog
- * row read and no file read or JSON work. Cached json_t trees are never modified. */
-#include "api/catalog.h"
-#include "api/tablesvc.h"
+ * Tables, their metadata files, the per-table lock, the loaded-metadata cache and
+ * the commit path (check requirements, apply updates, write the next metadata file,
+ * compare-and-swap the pointer) are the table service's (catalog/tablesvc.h); this
+ * file parses, calls it, and renders its failure classes as Iceberg REST errors:
+ * 409 only for a failed requirement or a table that kept changing; 5xx on a commit
+ * only when the swap's outcome is unknown. Buckets and namespaces are still read and
+ * written here straight from the catalog store. */
+#include "api/rest.h"
+#include "catalog/tablesvc.h"
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -34,20 +31,15 @@
 #include <string.h>
 #include <strings.h>
 
-#define WAREHOUSE_SUFFIX "--table-s3"
 #define MAX_SEGS 8
 #define MAX_PAGE 1000
-#define COMMIT_ATTEMPTS 8
 #define ERRLEN 512
-#define MCACHE_N 256
-#define MCACHE_BYTES (256u * 1024 * 1024)
-/* an entry holds the text and the parsed tree, which jansson makes several times larger */
-#define MCACHE_COST(len) ((len) * 8)
-#define STRIPES 64
 
 typedef struct rctx {
     fl_api_req_t *r;
     const fl_catalog_cfg_t *cfg;
+    fl_tablesvc_t *svc;
+    const fl_tablesvc_cfg_t *sc;  /* the service's stores and ARN scope */
     bool head;
     char bucket[64];
     char ns[FL_NAME_MAX];
@@ -105,189 +97,21 @@ static void err(rctx_t *x, int status, const char *type, const char *msg)
 }
 
 /* ------------------------------------------------------------------ */
-/* metadata cache                                                      */
+/* loaded metadata                                                     */
 
-typedef struct ment {
-    char *loc;
-    uint64_t h;
-    json_t *meta;        /* never modified once cached */
-    char *text;          /* compact serialisation of meta */
-    size_t len;
-    int refs;            /* holders outside the table */
-    bool live;           /* still in the table */
-    uint64_t tick;
-} ment_t;
-
-static pthread_mutex_t mc_lock = PTHREAD_MUTEX_INITIALIZER;
-static ment_t *mc[MCACHE_N];
-static uint64_t mc_tick;
-static size_t mc_bytes;
-
-static uint64_t fnv(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-    return h;
-}
-
-static void ment_free(ment_t *e)
-{
-    json_decref(e->meta);
-    free(e->text);
-    free(e->loc);
-    free(e);
-}
-
-/* Takes the entry out of the table (caller holds mc_lock). */
-static void mc_drop_slot(int i)
-{
-    ment_t *e = mc[i];
-    mc[i] = NULL;
-    mc_bytes -= MCACHE_COST(e->len);
-    e->live = false;
-    if (e->refs == 0) ment_free(e);
-}
-
-static ment_t *mc_get(const char *loc)
-{
-    uint64_t h = fnv(loc);
-    ment_t *found = NULL;
-    pthread_mutex_lock(&mc_lock);
-    for (int i = 0; i < MCACHE_N; i++) {
-        ment_t *e = mc[i];
-        if (e && e->h == h && !strcmp(e->loc, loc)) {
-            e->refs++;
-            e->tick = ++mc_tick;
-            found = e;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&mc_lock);
-    return found;
-}
-
-/* Drops loc's entry, if cached: a table's replaced version is rarely read again. */
-static void mc_forget(const char *loc)
-{
-    uint64_t h = fnv(loc);
-    pthread_mutex_lock(&mc_lock);
-    for (int i = 0; i < MCACHE_N; i++)
-        if (mc[i] && mc[i]->h == h && !strcmp(mc[i]->loc, loc)) {
-            mc_drop_slot(i);
-            break;
-        }
-    pthread_mutex_unlock(&mc_lock);
-}
-
-static void mc_release(ment_t *e)
-{
-    if (!e) return;
-    pthread_mutex_lock(&mc_lock);
-    bool dead = --e->refs == 0 && !e->live;
-    pthread_mutex_unlock(&mc_lock);
-    if (dead) ment_free(e);
-}
-
-/* Caches meta (a reference is taken) with its serialisation text (owned from here;
- * NULL = serialise now) under loc; returns the entry held once by the caller, or
- * NULL if meta cannot be serialised. */
-static ment_t *mc_put_text(const char *loc, json_t *meta, char *text)
-{
-    if (!text) text = json_dumps(meta, JSON_COMPACT);
-    if (!text) return NULL;
-    ment_t *e = fl_calloc(1, sizeof *e);
-    e->loc = fl_strdup(loc);
-    e->h = fnv(loc);
-    e->meta = json_incref(meta);
-    e->text = text;
-    e->len = strlen(text);
-    e->refs = 1;
-    e->live = true;
-    pthread_mutex_lock(&mc_lock);
-    int slot = -1;
-    for (int i = 0; i < MCACHE_N; i++) {
-        if (mc[i] && mc[i]->h == e->h && !strcmp(mc[i]->loc, loc)) mc_drop_slot(i);
-        if (!mc[i] && slot < 0) slot = i;
-    }
-    while (slot < 0 || mc_bytes + MCACHE_COST(e->len) > MCACHE_BYTES) {
-        int lru = -1;
-        for (int i = 0; i < MCACHE_N; i++)
-            if (mc[i] && (lru < 0 || mc[i]->tick < mc[lru]->tick)) lru = i;
-        if (lru < 0) break;
-        mc_drop_slot(lru);
-        if (slot < 0) slot = lru;
-    }
-    if (slot >= 0 && MCACHE_COST(e->len) <= MCACHE_BYTES) {
-        e->tick = ++mc_tick;
-        mc[slot] = e;
-        mc_bytes += MCACHE_COST(e->len);
-    } else {
-        e->live = false;
-    }
-    pthread_mutex_unlock(&mc_lock);
-    return e;
-}
-
-static ment_t *mc_put(const char *loc, json_t *meta) { return mc_put_text(loc, meta, NULL); }
-
-/* True when the row t was read from no longer has its name: dropped (and maybe being
- * purged) or renamed since. Its files may then be gone: a 404, not a 500. */
-static bool row_gone(rctx_t *x, const fl_table_t *t)
-{
-    fl_table_t now;
-    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, t->ns, t->name, &now);
-    return e == FL_ERR_NOT_FOUND || (!e && strcmp(now.id, t->id) != 0);
-}
-
-static void err_gone(rctx_t *x, const fl_table_t *t)
-{
-    if (!strcmp(t->kind, "view")) err(x, 404, "NoSuchViewException", "The view was dropped.");
-    else err(x, 404, "NoSuchTableException", "The table was dropped.");
-}
-
-/* The metadata at t's pointer, held (release with mc_release). Renders the error. */
-static ment_t *load_meta(rctx_t *x, const fl_table_t *t, bool commit)
-{
-    if (!t->metadata_location[0]) {
-        err(x, 400, "BadRequestException", "The specified metadata location is not valid.");
-        return NULL;
-    }
-    ment_t *e = mc_get(t->metadata_location);
-    if (e) return e;
-    json_t *meta = NULL;
-    fl_err_t rc = fl_tablesvc_read_metadata(x->cfg, t->metadata_location, &meta);
-    if (rc) {
-        if (rc == FL_ERR_NOT_FOUND && row_gone(x, t)) {
-            err_gone(x, t);
-            return NULL;
-        }
-        fl_warn("rest: cannot read %s: %s", t->metadata_location, fl_err_str(rc));
-        if (commit) err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
-        else err(x, 500, "ServiceFailureException", "The table's metadata file could not be read.");
-        return NULL;
-    }
-    e = mc_put(t->metadata_location, meta);
-    json_decref(meta);
-    if (!e) err(x, 500, "ServiceFailureException", "Could not render the table's metadata.");
-    return e;
-}
-
-/* ------------------------------------------------------------------ */
-/* per-table commit serialisation                                       */
-
-static pthread_mutex_t stripes[STRIPES];
-static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t ns_props_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void stripes_init(void)
+/* The metadata at t's pointer, held (release with fl_tmeta_release). Renders the error. */
+static fl_tmeta_t *load_meta(rctx_t *x, const fl_table_t *t)
 {
-    for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&stripes[i], NULL);
-}
-
-static int stripe_of(const char *bucket, const char *ns, const char *name)
-{
-    uint64_t h = fnv(bucket) * 31 + fnv(ns) * 17 + fnv(name);
-    return (int)(h % STRIPES);
+    fl_tmeta_t *m = NULL;
+    char msg[ERRLEN];
+    fl_err_t e = fl_tablesvc_load(x->svc, t, &m, msg, sizeof msg);
+    if (e == FL_ERR_INVALID) err(x, 400, "BadRequestException", msg);
+    else if (e == FL_ERR_NOT_FOUND)
+        err(x, 404, !strcmp(t->kind, "view") ? "NoSuchViewException" : "NoSuchTableException", msg);
+    else if (e) err(x, 500, "ServiceFailureException", msg);
+    return m;
 }
 
 /* ------------------------------------------------------------------ */
@@ -302,17 +126,7 @@ static bool qparam(const rctx_t *x, const char *name, fl_buf_t *out)
     return fl_buf_add(out, v, strlen(v) + 1) == FL_OK && (out->len--, true);
 }
 
-/* S3 Tables naming: 1-255 of [a-z0-9_], starting and ending with a letter or digit. */
-static bool name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n < 1 || n > 255) return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
-    }
-    return s[0] != '_' && s[n - 1] != '_';
-}
+#define name_ok fl_tablesvc_name_ok
 
 static bool parse_body(rctx_t *x)
 {
@@ -374,9 +188,10 @@ static json_t *string_map(json_t *v)
     return json_incref(v);
 }
 
-static json_t *table_config(const fl_catalog_cfg_t *cfg)
+static json_t *table_config(const rctx_t *x)
 {
-    const char *region = cfg->region ? cfg->region : "us-east-1";
+    const fl_catalog_cfg_t *cfg = x->cfg;
+    const char *region = x->sc->scope.region ? x->sc->scope.region : "us-east-1";
     json_t *c = json_object();
     if (cfg->s3_endpoint) json_object_set_new(c, "s3.endpoint", json_string(cfg->s3_endpoint));
     json_object_set_new(c, "s3.path-style-access", json_string("true"));
@@ -395,7 +210,7 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
     json_decref(l);
     char *cs = NULL;
     if (config) {
-        json_t *c = view ? json_object() : table_config(x->cfg);
+        json_t *c = view ? json_object() : table_config(x);
         cs = json_dumps(c, JSON_COMPACT);
         json_decref(c);
     }
@@ -415,10 +230,17 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
     fl_buf_free(&b);
 }
 
+static void send_meta(rctx_t *x, const char *loc, const fl_tmeta_t *m, bool view, bool config)
+{
+    size_t len;
+    const char *text = fl_tmeta_text(m, &len);
+    send_load_result(x, loc, text, len, view, config);
+}
+
 /* Row of a table (kind "table") or view; renders 404 when absent. */
 static bool get_row(rctx_t *x, const char *ns, const char *name, bool view, fl_table_t *t, bool render)
 {
-    fl_err_t e = fl_catalog_table_get(x->cfg->cat, x->bucket, ns, name, t);
+    fl_err_t e = fl_catalog_table_get(x->sc->cat, x->bucket, ns, name, t);
     if (!e && !strcmp(t->kind, view ? "view" : "table")) return true;
     if (render) {
         if (e && e != FL_ERR_NOT_FOUND) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -431,47 +253,15 @@ static bool get_row(rctx_t *x, const char *ns, const char *name, bool view, fl_t
 static bool ns_exists(rctx_t *x, const char *ns)
 {
     fl_namespace_t n = { 0 };
-    fl_err_t e = fl_catalog_ns_get(x->cfg->cat, x->bucket, ns, &n);
+    fl_err_t e = fl_catalog_ns_get(x->sc->cat, x->bucket, ns, &n);
     fl_namespace_free(&n);
     return e == FL_OK;
-}
-
-/* Warehouse bucket "{uuid}--table-s3" named by an s3:// location (id_out: the uuid). */
-static bool warehouse_of(const char *loc, char *wb, char *id_out)
-{
-    if (strncmp(loc, "s3://", 5) != 0) return false;
-    const char *b = loc + 5;
-    size_t n = strcspn(b, "/");
-    size_t sl = strlen(WAREHOUSE_SUFFIX);
-    if (n != 36 + sl || strncmp(b + 36, WAREHOUSE_SUFFIX, sl) != 0) return false;
-    memcpy(wb, b, n);
-    wb[n] = 0;
-    memcpy(id_out, b, 36);
-    id_out[36] = 0;
-    for (int i = 0; i < 36; i++) {
-        char c = id_out[i];
-        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-    }
-    return true;
 }
 
 /* A new row's fixed fields for a table or view with a given id/warehouse. */
 static void row_init(rctx_t *x, fl_table_t *t, const char *ns, const char *name, const char *id, bool view)
 {
-    memset(t, 0, sizeof *t);
-    snprintf(t->bucket, sizeof t->bucket, "%s", x->bucket);
-    snprintf(t->ns, sizeof t->ns, "%s", ns);
-    snprintf(t->name, sizeof t->name, "%s", name);
-    snprintf(t->id, sizeof t->id, "%s", id);
-    snprintf(t->warehouse, sizeof t->warehouse, "s3://%s" WAREHOUSE_SUFFIX, id);
-    snprintf(t->type, sizeof t->type, "customer");
-    snprintf(t->format, sizeof t->format, "ICEBERG");
-    snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
-    snprintf(t->owner, sizeof t->owner, "%s", x->cfg->account ? x->cfg->account : "");
-    snprintf(t->created_by, sizeof t->created_by, "%s", x->r->principal);
-    snprintf(t->modified_by, sizeof t->modified_by, "%s", x->r->principal);
-    fl_arn_table(x->cfg, x->bucket, id, t->arn);
+    fl_tablesvc_row_init(x->svc, t, x->bucket, ns, name, id, view, x->r->principal);
 }
 
 /* Deletes a metadata file and its (otherwise empty) warehouse bucket after a failed create. */
@@ -479,9 +269,9 @@ static void discard_warehouse(rctx_t *x, const char *wb, const char *loc)
 {
     if (loc && loc[0]) {
         const char *key = loc + 5 + strlen(wb) + 1;
-        if (strlen(loc) > 6 + strlen(wb)) fl_store_delete(x->cfg->store, wb, key, strlen(key), NULL);
+        if (strlen(loc) > 6 + strlen(wb)) fl_store_delete(x->sc->store, wb, key, strlen(key), NULL);
     }
-    fl_store_bucket_delete(x->cfg->store, wb);
+    fl_store_bucket_delete(x->sc->store, wb);
 }
 
 /* ------------------------------------------------------------------ */
@@ -554,7 +344,7 @@ static void h_list_ns(rctx_t *x)
     for (;;) {
         fl_namespace_t *v = NULL;
         size_t n = 0;
-        fl_err_t e = fl_catalog_ns_list(x->cfg->cat, x->bucket, NULL, after, want, &v, &n, &more);
+        fl_err_t e = fl_catalog_ns_list(x->sc->cat, x->bucket, NULL, after, want, &v, &n, &more);
         if (e) {
             err(x, 500, "ServiceFailureException", fl_err_str(e));
             goto out;
@@ -603,10 +393,10 @@ static void h_create_ns(rctx_t *x)
     memset(&ns, 0, sizeof ns);
     snprintf(ns.bucket, sizeof ns.bucket, "%s", x->bucket);
     snprintf(ns.name, sizeof ns.name, "%s", name);
-    snprintf(ns.owner, sizeof ns.owner, "%s", x->cfg->account ? x->cfg->account : "");
+    snprintf(ns.owner, sizeof ns.owner, "%s", x->sc->scope.account ? x->sc->scope.account : "");
     snprintf(ns.created_by, sizeof ns.created_by, "%s", x->r->principal);
     ns.properties = json_dumps(props, JSON_COMPACT);
-    fl_err_t e = fl_catalog_ns_create(x->cfg->cat, &ns);
+    fl_err_t e = fl_catalog_ns_create(x->sc->cat, &ns);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "The namespace already exists.");
     else if (e == FL_ERR_NO_BUCKET) err(x, 404, "NoSuchNamespaceException", "The specified table bucket does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -621,7 +411,7 @@ static void h_create_ns(rctx_t *x)
 
 static bool load_ns(rctx_t *x, fl_namespace_t *n)
 {
-    fl_err_t e = fl_catalog_ns_get(x->cfg->cat, x->bucket, x->ns, n);
+    fl_err_t e = fl_catalog_ns_get(x->sc->cat, x->bucket, x->ns, n);
     if (e == FL_OK) return true;
     if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
@@ -662,7 +452,7 @@ static void h_head_ns(rctx_t *x)
 static void h_drop_ns(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "dropNamespace");
-    fl_err_t e = fl_catalog_ns_delete(x->cfg->cat, x->bucket, x->ns);
+    fl_err_t e = fl_catalog_ns_delete(x->sc->cat, x->bucket, x->ns);
     if (e == FL_ERR_NOT_EMPTY) err(x, 409, "NamespaceNotEmptyException", "The namespace is not empty.");
     else if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
@@ -723,7 +513,7 @@ static void h_ns_props(rctx_t *x)
         }
     }
     char *text = json_dumps(props, JSON_COMPACT);
-    fl_err_t e = text ? fl_catalog_ns_set_properties(x->cfg->cat, x->bucket, x->ns, text) : FL_ERR_NOMEM;
+    fl_err_t e = text ? fl_catalog_ns_set_properties(x->sc->cat, x->bucket, x->ns, text) : FL_ERR_NOMEM;
     pthread_mutex_unlock(&ns_props_lock);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -763,7 +553,7 @@ static void list_rows(rctx_t *x, const char *kind)
     for (;;) {
         fl_table_t *v = NULL;
         size_t n = 0;
-        fl_err_t e = fl_catalog_table_list(x->cfg->cat, x->bucket, x->ns, kind, NULL, after ? x->ns : NULL,
+        fl_err_t e = fl_catalog_table_list(x->sc->cat, x->bucket, x->ns, kind, NULL, after ? x->ns : NULL,
                                            after, want, &v, &n, &more);
         if (e) {
             err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -813,7 +603,7 @@ static bool create_precheck(rctx_t *x, const char *name)
         return false;
     }
     fl_table_t t;
-    if (fl_catalog_table_get(x->cfg->cat, x->bucket, x->ns, name, &t) == FL_OK) {
+    if (fl_catalog_table_get(x->sc->cat, x->bucket, x->ns, name, &t) == FL_OK) {
         err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         return false;
     }
@@ -843,14 +633,14 @@ static void h_create_table(rctx_t *x)
          * client can write data before its assert-create commit. */
         char id[37], wb[64], loc[FL_LOC_MAX];
         fl_uuid4(id);
-        snprintf(wb, sizeof wb, "%s" WAREHOUSE_SUFFIX, id);
+        snprintf(wb, sizeof wb, "%s--table-s3", id);
         snprintf(loc, sizeof loc, "s3://%s", wb);
         json_t *meta = fl_iceberg_new_metadata(x->body, loc, &status, emsg, sizeof emsg);
         if (!meta) {
             err(x, status == 409 ? 409 : 400, status == 409 ? "AlreadyExistsException" : "BadRequestException", emsg);
             return;
         }
-        fl_err_t e = fl_store_bucket_create(x->cfg->store, wb);
+        fl_err_t e = fl_store_bucket_create(x->sc->store, wb);
         if (e) {
             json_decref(meta);
             err(x, 500, "ServiceFailureException", "Could not create the table's warehouse.");
@@ -870,16 +660,16 @@ static void h_create_table(rctx_t *x)
     }
     fl_table_t t;
     const char *why = NULL;
-    fl_err_t e = fl_tablesvc_create(x->cfg, x->bucket, x->ns, name, x->r->principal, meta, &t, &why);
+    fl_err_t e = fl_tablesvc_create(x->svc, x->bucket, x->ns, name, x->r->principal, meta, &t, &why);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", why ? why : "The table already exists.");
     else if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)
         err(x, 404, "NoSuchNamespaceException", why ? why : "The specified namespace does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", why ? why : fl_err_str(e));
     else {
-        ment_t *m = mc_put(t.metadata_location, meta);
-        if (m) send_load_result(x, t.metadata_location, m->text, m->len, false, true);
+        fl_tmeta_t *m = fl_tablesvc_remember(x->svc, t.metadata_location, meta);
+        if (m) send_meta(x, t.metadata_location, m, false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
-        mc_release(m);
+        fl_tmeta_release(m);
     }
     json_decref(meta);
 }
@@ -930,11 +720,11 @@ static void h_load_table(rctx_t *x)
     fl_buf_free(&mode);
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, false, &t, true)) return;
-    ment_t *m = load_meta(x, &t, false);
+    fl_tmeta_t *m = load_meta(x, &t);
     if (!m) return;
-    if (refs) send_refs_only(x, t.metadata_location, m->meta);
-    else send_load_result(x, t.metadata_location, m->text, m->len, false, true);
-    mc_release(m);
+    if (refs) send_refs_only(x, t.metadata_location, fl_tmeta_json(m));
+    else send_meta(x, t.metadata_location, m, false, true);
+    fl_tmeta_release(m);
 }
 
 static void h_head_table(rctx_t *x)
@@ -952,14 +742,9 @@ static void h_drop_table(rctx_t *x)
     bool purge = qparam(x, "purgeRequested", &p) && p.ptr && !strcasecmp(p.ptr, "true");
     fl_buf_free(&p);
     fl_table_t t;
-    pthread_once(&stripes_once, stripes_init);
-    pthread_mutex_t *mu = &stripes[stripe_of(x->bucket, x->ns, x->name)];
-    pthread_mutex_lock(mu);
-    /* the drop deletes the row read here (by id) and purges only its warehouse */
-    bool found = get_row(x, x->ns, x->name, false, &t, true);
-    fl_err_t e = found ? fl_tablesvc_drop(x->cfg, &t, purge, NULL) : FL_OK;
-    pthread_mutex_unlock(mu);
-    if (!found) return; /* get_row rendered the 404 */
+    /* the drop deletes the row read here (by id, under the table's lock) and purges only its warehouse */
+    if (!get_row(x, x->ns, x->name, false, &t, true)) return;
+    fl_err_t e = fl_tablesvc_drop(x->svc, &t, purge, NULL);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
@@ -994,12 +779,10 @@ static void h_register(rctx_t *x)
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
         return;
     }
-    pthread_once(&stripes_once, stripes_init);
-    pthread_mutex_t *mu = &stripes[stripe_of(x->bucket, x->ns, name)];
-    pthread_mutex_lock(mu);
+    fl_tablesvc_lock(x->svc, x->bucket, x->ns, name); /* registerTable moves the pointer itself */
     json_t *meta = NULL;
     fl_table_t t, cur;
-    bool exists = fl_catalog_table_get(x->cfg->cat, x->bucket, x->ns, name, &cur) == FL_OK;
+    bool exists = fl_catalog_table_get(x->sc->cat, x->bucket, x->ns, name, &cur) == FL_OK;
     if (exists && (!json_is_true(ow) || strcmp(cur.kind, "table") != 0)) {
         err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         goto out;
@@ -1008,15 +791,15 @@ static void h_register(rctx_t *x)
     if (exists) {
         t = cur;
     } else {
-        if (!warehouse_of(loc, wb, id)) {
+        if (!fl_tablesvc_warehouse_of(loc, wb, id)) {
             err(x, 400, "BadRequestException", "The metadata location is not inside a table warehouse.");
             goto out;
         }
         row_init(x, &t, x->ns, name, id, false);
         fl_table_t other;
         fl_bucket_info_t bi;
-        if (fl_store_bucket_head(x->cfg->store, wb, &bi) != FL_OK ||
-            fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
+        if (fl_store_bucket_head(x->sc->store, wb, &bi) != FL_OK ||
+            fl_catalog_table_get_by_warehouse(x->sc->cat, t.warehouse, &other) == FL_OK) {
             err(x, 400, "BadRequestException", "The metadata location is not inside an unclaimed table warehouse.");
             goto out;
         }
@@ -1025,7 +808,7 @@ static void h_register(rctx_t *x)
         err(x, 400, "BadRequestException", "The metadata location is outside the table's warehouse.");
         goto out;
     }
-    fl_err_t e = fl_tablesvc_read_metadata(x->cfg, loc, &meta);
+    fl_err_t e = fl_tablesvc_read_metadata(x->svc, loc, &meta);
     if (e) {
         err(x, 400, "BadRequestException", e == FL_ERR_NOT_FOUND ? "The metadata file does not exist."
                                                                   : "The metadata file is not valid JSON.");
@@ -1040,26 +823,26 @@ static void h_register(rctx_t *x)
         fl_table_swap_t sw = { .bucket = x->bucket, .ns = x->ns, .name = name, .expect_id = t.id,
                                .expect_token = t.version_token,
                                .new_location = loc, .modified_by = x->r->principal };
-        e = fl_catalog_table_swap(x->cfg->cat, &sw, 1);
+        e = fl_catalog_table_swap(x->sc->cat, &sw, 1);
         if (e == FL_ERR_CONFLICT) {
             err(x, 409, "CommitFailedException", "The table changed while it was being registered.");
             goto out;
         }
     } else {
         snprintf(t.metadata_location, sizeof t.metadata_location, "%s", loc);
-        e = fl_catalog_table_create(x->cfg->cat, &t);
+        e = fl_catalog_table_create(x->sc->cat, &t);
     }
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
     else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else {
-        ment_t *m = mc_put(loc, meta);
-        if (m) send_load_result(x, loc, m->text, m->len, false, true);
+        fl_tmeta_t *m = fl_tablesvc_remember(x->svc, loc, meta);
+        if (m) send_meta(x, loc, m, false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
-        mc_release(m);
+        fl_tmeta_release(m);
     }
 out:
-    pthread_mutex_unlock(mu);
+    fl_tablesvc_unlock(x->svc, x->bucket, x->ns, name);
     json_decref(meta);
 }
 
@@ -1092,7 +875,7 @@ static void do_rename(rctx_t *x, bool view)
         err(x, 404, "NoSuchNamespaceException", "The destination namespace does not exist.");
         return;
     }
-    fl_err_t e = fl_catalog_table_rename(x->cfg->cat, x->bucket, sns, sname, dns, dname, t.id, NULL);
+    fl_err_t e = fl_tablesvc_rename(x->svc, &t, dns, dname, NULL);
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
@@ -1115,17 +898,6 @@ static void h_rename_view(rctx_t *x)
 /* ------------------------------------------------------------------ */
 /* commits                                                              */
 
-typedef struct change {
-    char ns[FL_NAME_MAX], name[FL_NAME_MAX];
-    json_t *reqs, *upds;        /* borrowed from the body */
-    fl_table_t row;
-    ment_t *base;
-    json_t *next;               /* new metadata (owned), NULL when unchanged */
-    char *text;                 /* next, serialised once: the file and the cache share it */
-    char loc[FL_LOC_MAX];       /* written file */
-    ment_t *done;               /* cache entry of the result */
-} change_t;
-
 static bool has_assert_create(json_t *reqs)
 {
     size_t i;
@@ -1139,7 +911,7 @@ static bool has_assert_create(json_t *reqs)
 
 /* Requirements/updates arrays of a change object; false after rendering 400. *nupd
  * counts the updates of the whole request against FL_ICEBERG_MAX_COMMIT_UPDATES. */
-static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch, size_t *nupd)
+static bool change_arrays(rctx_t *x, json_t *obj, fl_tablesvc_change_t *ch, size_t *nupd)
 {
     json_t *r = json_object_get(obj, "requirements"), *u = json_object_get(obj, "updates");
     if ((r && !json_is_array(r) && !json_is_null(r)) || (u && !json_is_array(u) && !json_is_null(u))) {
@@ -1153,359 +925,52 @@ static bool change_arrays(rctx_t *x, json_t *obj, change_t *ch, size_t *nupd)
         err(x, 400, "BadRequestException", m);
         return false;
     }
-    ch->reqs = json_is_array(r) ? r : NULL;
-    ch->upds = json_is_array(u) ? u : NULL;
+    ch->requirements = json_is_array(r) ? r : NULL;
+    ch->updates = json_is_array(u) ? u : NULL;
     return true;
 }
 
-/* Check + apply one change against its row's current metadata. 0, or an HTTP status
- * with the error rendered. */
-static int prepare(rctx_t *x, change_t *ch, bool view)
+/* The service's failure classes as Iceberg REST errors: 409 means retry, 5xx
+ * on a commit means its outcome is unknown (reference/iceberg.md §1.10). */
+static void commit_error(rctx_t *x, const fl_tablesvc_commit_t *c, fl_err_t e, const char *msg)
 {
-    char emsg[ERRLEN] = "";
-    ch->base = load_meta(x, &ch->row, true);
-    if (!ch->base) return 500;
-    int st = fl_iceberg_check_requirements(ch->base->meta, ch->reqs, emsg, sizeof emsg);
-    if (st == 409) {
-        err(x, 409, "CommitFailedException", emsg[0] ? emsg : "Requirement failed.");
-        return 409;
-    }
-    if (st) {
-        err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid requirement.");
-        return 400;
-    }
-    if (!view) {
-        /* a table stays in its warehouse: the S3 Tables API and purge know no other place */
-        size_t i;
-        json_t *u;
-        json_array_foreach(ch->upds, i, u) {
-            json_t *a = json_object_get(u, "action"), *l = json_object_get(u, "location");
-            if (json_is_string(a) && !strcmp(json_string_value(a), "set-location") &&
-                (!json_is_string(l) || strcmp(json_string_value(l), ch->row.warehouse) != 0)) {
-                err(x, 400, "BadRequestException", "A table's location is its warehouse and cannot be changed.");
-                return 400;
-            }
-        }
-    }
-    int status = 0;
-    json_t *next = view ? fl_iceberg_apply_view_updates(ch->base->meta, ch->upds, ch->row.metadata_location,
-                                                        &status, emsg, sizeof emsg)
-                        : fl_iceberg_apply_updates(ch->base->meta, ch->upds, ch->row.metadata_location, &status,
-                                                   emsg, sizeof emsg);
-    if (!next) {
-        if (status == 409) err(x, 409, "CommitFailedException", emsg[0] ? emsg : "Commit conflict.");
-        else if (status >= 500) err(x, 500, "ServiceFailureException", "The table's current metadata is not usable.");
-        else err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid update.");
-        return status == 409 ? 409 : status >= 500 ? 500 : 400;
-    }
-    if (!view && fl_iceberg_metadata_unchanged(ch->base->meta, next)) {
-        json_decref(next);
-        return 0;
-    }
-    ch->next = next;
-    ch->text = json_dumps(next, JSON_COMPACT);
-    fl_err_t e = ch->text ? fl_tablesvc_write_metadata_text(x->cfg, &ch->row, fl_iceberg_next_file_seq(next),
-                                                            ch->text, ch->loc)
-                          : FL_ERR_NOMEM;
-    if (e && row_gone(x, &ch->row)) { /* dropped and purged meanwhile: the warehouse is gone */
-        err_gone(x, &ch->row);
-        return 404;
-    }
-    if (e) {
-        fl_warn("rest: writing metadata for %s.%s: %s", ch->ns, ch->name, fl_err_str(e));
-        err(x, 500, "ServiceFailureException", "The new metadata file could not be written.");
-        return 500;
-    }
-    return 0;
-}
-
-/* Deletes the metadata files the changes wrote, after a swap that certainly did not
- * happen (lost, or not tried): no pointer names them. */
-static void discard_written(rctx_t *x, change_t *ch, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ch[i].next && ch[i].loc[0]) {
-            fl_err_t e = fl_tablesvc_delete_metadata(x->cfg, &ch[i].row, ch[i].loc);
-            if (e && e != FL_ERR_NOT_FOUND) fl_warn("rest: could not remove %s: %s", ch[i].loc, fl_err_str(e));
-            ch[i].loc[0] = 0;
-        }
-}
-
-static void change_reset(change_t *ch)
-{
-    mc_release(ch->base);
-    mc_release(ch->done);
-    json_decref(ch->next);
-    free(ch->text);
-    ch->text = NULL;
-    ch->base = ch->done = NULL;
-    ch->next = NULL;
-    ch->loc[0] = 0;
-}
-
-/* The table a create transaction starts from: the leading "initial" updates of the
- * commit (assign-uuid, upgrade-format-version, the first add-schema / add-spec /
- * add-sort-order with their set-current/default, set-location, set-properties) folded
- * into a CreateTableRequest and built like a createTable (the ids come out as in the
- * staged response the client started from). *rest_out gets the remaining updates.
- * NULL with status/emsg on invalid input. */
-static json_t *create_base(json_t *upds, json_t **rest_out, int *status, char *emsg, size_t elen)
-{
-    json_t *req = json_object(), *props = json_object();
-    json_t *rest = json_array();
-    const char *uuid = NULL, *loc = NULL;
-    bool schema = false, spec = false, order = false, stop = false;
-    size_t i;
-    json_t *u;
-    json_array_foreach(upds, i, u) {
-        json_t *aj = json_object_get(u, "action");
-        const char *a = json_is_string(aj) ? json_string_value(aj) : "";
-        if (!stop) {
-            stop = true;
-            if (!strcmp(a, "assign-uuid") && json_is_string(json_object_get(u, "uuid"))) {
-                uuid = json_string_value(json_object_get(u, "uuid"));
-                stop = false;
-            } else if (!strcmp(a, "upgrade-format-version") && json_is_integer(json_object_get(u, "format-version"))) {
-                char fv[24];
-                snprintf(fv, sizeof fv, "%lld", (long long)json_integer_value(json_object_get(u, "format-version")));
-                json_object_set_new(props, "format-version", json_string(fv));
-                stop = false;
-            } else if (!strcmp(a, "add-schema") && !schema && json_is_object(json_object_get(u, "schema"))) {
-                json_object_set(req, "schema", json_object_get(u, "schema"));
-                schema = true;
-                stop = false;
-            } else if (!strcmp(a, "set-current-schema") && schema) {
-                stop = false;
-            } else if (!strcmp(a, "add-spec") && !spec && json_is_object(json_object_get(u, "spec"))) {
-                json_object_set(req, "partition-spec", json_object_get(u, "spec"));
-                spec = true;
-                stop = false;
-            } else if (!strcmp(a, "set-default-spec") && spec) {
-                stop = false;
-            } else if (!strcmp(a, "add-sort-order") && !order && json_is_object(json_object_get(u, "sort-order"))) {
-                json_object_set(req, "write-order", json_object_get(u, "sort-order"));
-                order = true;
-                stop = false;
-            } else if (!strcmp(a, "set-default-sort-order") && order) {
-                stop = false;
-            } else if (!strcmp(a, "set-location") && json_is_string(json_object_get(u, "location"))) {
-                loc = json_string_value(json_object_get(u, "location"));
-                stop = false;
-            } else if (!strcmp(a, "set-properties")) {
-                json_t *m = json_object_get(u, "updates");
-                if (!m) m = json_object_get(u, "updated");
-                if (json_is_object(m)) {
-                    json_object_update(props, m);
-                    stop = false;
-                }
-            }
-            if (!stop) continue;
-        }
-        json_array_append(rest, u);
-    }
-    json_t *base = NULL;
-    if (!schema) {
-        *status = 400;
-        snprintf(emsg, elen, "A create commit must add a schema.");
-        goto out;
-    }
-    json_object_set_new(req, "name", json_string("staged"));
-    json_object_set(req, "properties", props);
-    base = fl_iceberg_new_metadata(req, loc && loc[0] ? loc : "s3://pending", status, emsg, elen);
-    if (base && uuid) json_object_set_new(base, "table-uuid", json_string(uuid));
-out:
-    json_decref(req);
-    json_decref(props);
-    if (base) *rest_out = rest;
-    else json_decref(rest);
-    return base;
-}
-
-/* assert-create commit of a table that does not exist (after stage-create). */
-static void commit_create(rctx_t *x, change_t *ch, bool respond_body)
-{
-    char emsg[ERRLEN] = "";
-    json_t *next = NULL, *base = NULL;
-    int st = fl_iceberg_check_requirements(NULL, ch->reqs, emsg, sizeof emsg);
-    if (st) {
-        err(x, st == 409 ? 409 : 400, st == 409 ? "CommitFailedException" : "BadRequestException", emsg);
-        return;
-    }
-    if (!name_ok(ch->name)) {
-        err(x, 400, "BadRequestException", "Invalid table name.");
-        return;
-    }
-    if (!ns_exists(x, ch->ns)) {
-        err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
-        return;
-    }
-    int status = 0;
-    json_t *rest = NULL;
-    base = create_base(ch->upds, &rest, &status, emsg, sizeof emsg);
-    /* "s3://pending": no set-location, so a fresh warehouse is picked below */
-    if (base) next = fl_iceberg_apply_updates(base, rest, NULL, &status, emsg, sizeof emsg);
-    json_decref(rest);
-    if (!next) {
-        err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid updates for a new table.");
-        goto out;
-    }
-    if (fl_iceberg_validate_metadata(next, emsg, sizeof emsg) != 0) {
-        err(x, 400, "BadRequestException", emsg);
-        goto out;
-    }
-    json_t *lj = json_object_get(next, "location");
-    const char *loc = json_is_string(lj) ? json_string_value(lj) : "";
-    char wb[64], id[37];
-    fl_table_t t;
-    if (!loc[0] || !strcmp(loc, "s3://pending")) {
-        const char *why = NULL;
-        fl_err_t e = fl_tablesvc_create(x->cfg, x->bucket, ch->ns, ch->name, x->r->principal, next, &t, &why);
-        if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
-        else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
-        else if (e) err(x, 500, "ServiceFailureException", why ? why : fl_err_str(e));
-        if (e) goto out;
-    } else {
-        fl_bucket_info_t bi;
-        fl_table_t other;
-        if (!warehouse_of(loc, wb, id) || loc[5 + strlen(wb)] != 0 ||
-            fl_store_bucket_head(x->cfg->store, wb, &bi) != FL_OK) {
-            err(x, 400, "BadRequestException", "The table location must be the warehouse given at stage-create.");
-            goto out;
-        }
-        row_init(x, &t, ch->ns, ch->name, id, false);
-        if (fl_catalog_table_get_by_warehouse(x->cfg->cat, t.warehouse, &other) == FL_OK) {
-            err(x, 409, "AlreadyExistsException", "The warehouse already belongs to a table.");
-            goto out;
-        }
-        fl_err_t e = fl_tablesvc_write_metadata(x->cfg, &t, 0, next, t.metadata_location);
-        if (e) {
-            err(x, 500, "ServiceFailureException", "The metadata file could not be written.");
-            goto out;
-        }
-        e = fl_catalog_table_create(x->cfg->cat, &t);
-        if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
-        else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
-        else if (e) err(x, 500, "CommitStateUnknownException", fl_err_str(e));
-        if (e) goto out;
-    }
-    ment_t *m = mc_put(t.metadata_location, next);
-    if (!respond_body) send_204(x);
-    else if (m) send_load_result(x, t.metadata_location, m->text, m->len, false, false);
-    else { /* landed: render directly rather than answer an error */
-        char *text = json_dumps(next, JSON_COMPACT);
-        send_load_result(x, t.metadata_location, text ? text : "{}", text ? strlen(text) : 2, false, false);
-        free(text);
-    }
-    mc_release(m);
-out:
-    json_decref(next);
-    json_decref(base);
-}
-
-static int cmp_int(const void *a, const void *b)
-{
-    return *(const int *)a - *(const int *)b;
-}
-
-/* Commits n changes atomically (one swap transaction); responds 200 with the single
- * table's result (single) or 204 (transaction). */
-static void commit_changes(rctx_t *x, change_t *ch, size_t n, bool view, bool single)
-{
-    pthread_once(&stripes_once, stripes_init);
-    int *locks = fl_calloc(n ? n : 1, sizeof *locks);
-    size_t nl = 0;
-    for (size_t i = 0; i < n; i++) locks[nl++] = stripe_of(x->bucket, ch[i].ns, ch[i].name);
-    qsort(locks, nl, sizeof *locks, cmp_int);
-    size_t u = 0;
-    for (size_t i = 0; i < nl; i++)
-        if (!u || locks[u - 1] != locks[i]) locks[u++] = locks[i];
-    nl = u;
-    for (size_t i = 0; i < nl; i++) pthread_mutex_lock(&stripes[locks[i]]);
-    fl_table_swap_t *sw = fl_calloc(n ? n : 1, sizeof *sw);
-    bool keep_files = false; /* the swap landed, or its outcome is unknown */
-
-    /* a create transaction (assert-create on a table that does not exist) */
-    if (n == 1 && !view && has_assert_create(ch[0].reqs) &&
-        !get_row(x, ch[0].ns, ch[0].name, false, &ch[0].row, false)) {
-        fl_table_t any;
-        if (fl_catalog_table_get(x->cfg->cat, x->bucket, ch[0].ns, ch[0].name, &any) == FL_OK)
-            err(x, 409, "AlreadyExistsException", "A view with this name already exists.");
-        else commit_create(x, &ch[0], single);
-        goto out;
-    }
-
-    for (int attempt = 0;; attempt++) {
-        size_t nsw = 0;
-        discard_written(x, ch, n); /* a lost swap's files */
-        for (size_t i = 0; i < n; i++) {
-            change_reset(&ch[i]);
-            if (!get_row(x, ch[i].ns, ch[i].name, view, &ch[i].row, true)) goto out;
-            if (has_assert_create(ch[i].reqs)) {
-                err(x, 409, view ? "CommitFailedException" : "AlreadyExistsException",
-                    "The table already exists.");
-                goto out;
-            }
-            if (prepare(x, &ch[i], view)) goto out;
-            if (ch[i].next) {
-                sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token, .new_location = ch[i].loc,
-                                              .modified_by = x->r->principal };
-                nsw++;
-            } else if (!single && json_array_size(ch[i].reqs)) {
-                /* unchanged but required: pin it, so its requirements hold at the swap too */
-                sw[nsw] = (fl_table_swap_t){ .bucket = x->bucket, .ns = ch[i].ns, .name = ch[i].name,
-                                              .expect_id = ch[i].row.id, .expect_token = ch[i].row.version_token,
-                                              .new_location = ch[i].row.metadata_location,
-                                              .modified_by = x->r->principal };
-                nsw++;
-            }
-        }
-        fl_err_t e = nsw ? fl_catalog_table_swap(x->cfg->cat, sw, nsw) : FL_OK;
-        if (e == FL_ERR_CONFLICT && attempt + 1 < COMMIT_ATTEMPTS) continue;
-        if (e == FL_ERR_CONFLICT) {
-            err(x, 409, "CommitFailedException", "The table kept changing; retry the commit.");
-            goto out;
-        }
-        if (e == FL_ERR_NOT_FOUND) {
-            err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The table was dropped.");
-            goto out;
-        }
-        if (e) {
-            fl_error("rest: pointer swap failed: %s", fl_err_str(e));
-            err(x, 500, "CommitStateUnknownException", "The commit's outcome is unknown.");
-            keep_files = true;
-            goto out;
-        }
-        keep_files = true;
+    switch (e) {
+    case FL_ERR_CONFLICT: err(x, 409, "CommitFailedException", msg); break;
+    case FL_ERR_EXISTS:
+        err(x, 409, c->view ? "CommitFailedException" : "AlreadyExistsException", msg);
         break;
+    case FL_ERR_NOT_FOUND:
+        err(x, 404, c->created ? "NoSuchNamespaceException" : c->view ? "NoSuchViewException" : "NoSuchTableException",
+            msg);
+        break;
+    case FL_ERR_INVALID: err(x, 400, "BadRequestException", msg); break;
+    case FL_ERR_IO: err(x, 500, "CommitStateUnknownException", msg); break;
+    default: err(x, 500, "ServiceFailureException", msg); break;
+    }
+}
+
+/* Commits n changes through the service; responds 200 with the single table's
+ * result (single) or 204 (transaction). A create commit's result carries no
+ * config, as before. */
+static void commit_changes(rctx_t *x, fl_tablesvc_change_t *ch, size_t n, bool view, bool single)
+{
+    char msg[ERRLEN] = "";
+    fl_tablesvc_commit_t c = { .bucket = x->bucket, .principal = x->r->principal, .view = view,
+                               .pin_unchanged = !single };
+    fl_err_t e = fl_tablesvc_commit(x->svc, &c, ch, n, msg, sizeof msg);
+    if (e) {
+        commit_error(x, &c, e, msg);
+        return;
     }
     /* landed: only 200/204 from here */
-    for (size_t i = 0; i < n; i++)
-        if (ch[i].next) {
-            ch[i].done = mc_put_text(ch[i].loc, ch[i].next, ch[i].text);
-            ch[i].text = NULL;
-            mc_forget(ch[i].row.metadata_location);
-        }
     if (!single) {
         send_204(x);
     } else {
-        const char *loc = ch[0].next ? ch[0].loc : ch[0].row.metadata_location;
-        ment_t *m = ch[0].next ? ch[0].done : ch[0].base;
-        if (m) {
-            send_load_result(x, loc, m->text, m->len, view, view);
-        } else {
-            /* the serialisation failed after the commit landed: render directly */
-            char *text = json_dumps(ch[0].next, JSON_COMPACT);
-            send_load_result(x, loc, text ? text : "{}", text ? strlen(text) : 2, view, view);
-            free(text);
-        }
+        size_t len = 2;
+        const char *text = ch[0].result ? fl_tmeta_text(ch[0].result, &len) : "{}";
+        send_load_result(x, ch[0].location, text, len, view, view); /* a create (never a view): no config */
     }
-out:
-    if (!keep_files) discard_written(x, ch, n);
-    for (size_t i = nl; i-- > 0;) pthread_mutex_unlock(&stripes[locks[i]]);
-    for (size_t i = 0; i < n; i++) change_reset(&ch[i]);
-    free(sw);
-    free(locks);
+    for (size_t i = 0; i < n; i++) fl_tmeta_release(ch[i].result);
 }
 
 /* A single-table (or single-view) commit: the request body is one change. */
@@ -1513,9 +978,9 @@ static void commit_one(rctx_t *x, const char *op, bool view)
 {
     fl_http_set_op(x->r->c, op);
     if (!parse_body(x)) return;
-    change_t *ch = fl_calloc(1, sizeof *ch);
-    snprintf(ch->ns, sizeof ch->ns, "%s", x->ns);
-    snprintf(ch->name, sizeof ch->name, "%s", x->name);
+    fl_tablesvc_change_t *ch = fl_calloc(1, sizeof *ch);
+    ch->ns = x->ns;
+    ch->name = x->name;
     size_t nupd = 0;
     if (change_arrays(x, x->body, ch, &nupd)) commit_changes(x, ch, 1, view, true);
     free(ch);
@@ -1533,30 +998,35 @@ static void h_commit_tx(rctx_t *x)
         return;
     }
     size_t n = json_array_size(tc);
-    change_t *ch = fl_calloc(n, sizeof *ch);
+    fl_tablesvc_change_t *ch = fl_calloc(n, sizeof *ch);
+    typedef struct { char ns[FL_NAME_MAX], name[FL_NAME_MAX]; } ident_t;
+    ident_t *id = fl_calloc(n, sizeof *id);
     size_t nupd = 0;
     for (size_t i = 0; i < n; i++) {
         json_t *c = json_array_get(tc, i);
         const char *why = "Each table change needs an identifier.";
         bool multi = false;
-        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), ch[i].ns, ch[i].name, &why, &multi)) {
+        if (!json_is_object(c) || !parse_ident(json_object_get(c, "identifier"), id[i].ns, id[i].name, &why, &multi)) {
             if (multi) err(x, 404, "NoSuchTableException", "The specified table does not exist.");
             else err(x, 400, "BadRequestException", why);
             goto out;
         }
+        ch[i].ns = id[i].ns;
+        ch[i].name = id[i].name;
         if (!change_arrays(x, c, &ch[i], &nupd)) goto out;
         for (size_t j = 0; j < i; j++)
-            if (!strcmp(ch[j].ns, ch[i].ns) && !strcmp(ch[j].name, ch[i].name)) {
+            if (!strcmp(id[j].ns, id[i].ns) && !strcmp(id[j].name, id[i].name)) {
                 err(x, 400, "BadRequestException", "A table appears twice in one transaction.");
                 goto out;
             }
-        if (n > 1 && has_assert_create(ch[i].reqs)) {
+        if (n > 1 && has_assert_create(ch[i].requirements)) {
             err(x, 400, "BadRequestException", "Creating a table inside a multi-table transaction is not supported.");
             goto out;
         }
     }
     commit_changes(x, ch, n, false, false);
 out:
+    free(id);
     free(ch);
 }
 
@@ -1580,7 +1050,7 @@ static void h_create_view(rctx_t *x)
     fl_table_t t;
     row_init(x, &t, x->ns, name, id, true);
     char wb[64];
-    snprintf(wb, sizeof wb, "%s" WAREHOUSE_SUFFIX, id);
+    snprintf(wb, sizeof wb, "%s--table-s3", id);
     int status = 0;
     char emsg[ERRLEN] = "";
     json_t *meta = fl_iceberg_new_view_metadata(x->body, t.warehouse, &status, emsg, sizeof emsg);
@@ -1588,24 +1058,24 @@ static void h_create_view(rctx_t *x)
         err(x, 400, "BadRequestException", emsg[0] ? emsg : "Invalid createView request.");
         return;
     }
-    fl_err_t e = fl_store_bucket_create(x->cfg->store, wb);
+    fl_err_t e = fl_store_bucket_create(x->sc->store, wb);
     if (e) {
         json_decref(meta);
         err(x, 500, "ServiceFailureException", "Could not create the view's warehouse.");
         return;
     }
-    e = fl_tablesvc_write_metadata(x->cfg, &t, 0, meta, t.metadata_location);
-    if (!e) e = fl_catalog_table_create(x->cfg->cat, &t);
+    e = fl_tablesvc_write_metadata(x->svc, &t, 0, meta, t.metadata_location);
+    if (!e) e = fl_catalog_table_create(x->sc->cat, &t);
     if (e) {
         discard_warehouse(x, wb, t.metadata_location);
         if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         else if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
         else err(x, 500, "ServiceFailureException", fl_err_str(e));
     } else {
-        ment_t *m = mc_put(t.metadata_location, meta);
-        if (m) send_load_result(x, t.metadata_location, m->text, m->len, true, true);
+        fl_tmeta_t *m = fl_tablesvc_remember(x->svc, t.metadata_location, meta);
+        if (m) send_meta(x, t.metadata_location, m, true, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
-        mc_release(m);
+        fl_tmeta_release(m);
     }
     json_decref(meta);
 }
@@ -1615,10 +1085,10 @@ static void h_load_view(rctx_t *x)
     fl_http_set_op(x->r->c, "loadView");
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, true, &t, true)) return;
-    ment_t *m = load_meta(x, &t, false);
+    fl_tmeta_t *m = load_meta(x, &t);
     if (!m) return;
-    send_load_result(x, t.metadata_location, m->text, m->len, true, true);
-    mc_release(m);
+    send_meta(x, t.metadata_location, m, true, true);
+    fl_tmeta_release(m);
 }
 
 static void h_head_view(rctx_t *x)
@@ -1635,7 +1105,7 @@ static void h_drop_view(rctx_t *x)
     fl_http_set_op(x->r->c, "dropView");
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, true, &t, true)) return;
-    fl_err_t e = fl_tablesvc_drop(x->cfg, &t, true, NULL);
+    fl_err_t e = fl_tablesvc_drop(x->svc, &t, true, NULL);
     if (e == FL_ERR_NOT_FOUND) err(x, 404, "NoSuchViewException", "The specified view does not exist.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
@@ -1682,7 +1152,7 @@ static void h_config(rctx_t *x)
         return;
     }
     char bucket[64];
-    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(x->cfg, w.ptr, bucket, NULL)
+    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(&x->sc->scope, w.ptr, bucket, NULL)
                                                : FL_ARN_MALFORMED; /* a NUL would cut it short */
     fl_buf_free(&w);
     if (m == FL_ARN_MALFORMED) {
@@ -1694,17 +1164,17 @@ static void h_config(rctx_t *x)
         return;
     }
     fl_tbucket_t b;
-    if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->cfg->cat, bucket, &b) != FL_OK) {
+    if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->sc->cat, bucket, &b) != FL_OK) {
         err(x, 404, "NoSuchWarehouseException", "The specified table bucket does not exist.");
         return;
     }
     char arn[FL_ARN_MAX];
     if (b.arn[0]) snprintf(arn, sizeof arn, "%s", b.arn);
-    else fl_arn_bucket(x->cfg, bucket, arn);
+    else fl_arn_bucket(&x->sc->scope, bucket, arn);
     fl_buf_t enc;
     fl_buf_init(&enc, 0);
     fl_uri_encode(fl_slice_cstr(arn), false, &enc);
-    json_t *defaults = table_config(x->cfg);
+    json_t *defaults = table_config(x);
     json_object_set_new(defaults, "prefix", json_string(enc.ptr));
     json_object_set_new(defaults, "warehouse", json_string(arn));
     json_t *overrides = json_pack("{s:s}", "prefix", enc.ptr);
@@ -1778,7 +1248,7 @@ static void dispatch(rctx_t *x);
 
 void fl_rest_handle(fl_api_req_t *r)
 {
-    rctx_t x = { .r = r, .cfg = r->cfg };
+    rctx_t x = { .r = r, .cfg = r->cfg, .svc = r->cfg->svc, .sc = fl_tablesvc_cfg(r->cfg->svc) };
     x.head = !strcmp(r->req->method, "HEAD");
     if (fl_query_parse(r->req->query, r->req->query_len, &x.q) != FL_OK) {
         fl_http_set_op(r->c, "restUnknown");
@@ -1852,7 +1322,7 @@ static void dispatch(rctx_t *x)
     fl_buf_init(&arn, FL_ARN_MAX);
     fl_arn_match_t m = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK &&
                        arn.ptr && strlen(arn.ptr) == arn.len
-                           ? fl_arn_resolve(r->cfg, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
+                           ? fl_arn_resolve(&x->sc->scope, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
     fl_buf_free(&arn);
     if (m == FL_ARN_OTHER_ACCOUNT || m == FL_ARN_OTHER_REGION) {
         fl_http_set_op(r->c, "restUnknown");
@@ -1868,7 +1338,7 @@ static void dispatch(rctx_t *x)
         return;
     }
     fl_tbucket_t b;
-    fl_err_t e = fl_catalog_bucket_get(r->cfg->cat, x->bucket, &b);
+    fl_err_t e = fl_catalog_bucket_get(x->sc->cat, x->bucket, &b);
     if (e) {
         fl_http_set_op(r->c, "restUnknown");
         if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)

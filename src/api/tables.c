@@ -9,7 +9,9 @@
  * shape (x-amzn-ErrorType header + {"message": ...}); the error-type -> HTTP
  * status map and the fl_err_t -> error-type map are data tables below.
  *
- * Resources live in the catalog store (meta/catalog.h): table buckets,
+ * Tables are created, dropped, renamed and their pointers moved through the
+ * table service (catalog/tablesvc.h), under the same per-table lock as Iceberg
+ * REST commits. Other resources live in the catalog store (meta/catalog.h): table buckets,
  * namespaces and tables as rows; policies, maintenance configuration,
  * encryption, storage class, tags, metrics and logging configuration as JSON
  * documents attached to the bucket's or table's ARN. Stored maintenance
@@ -18,8 +20,8 @@
  * Glue table migration are answered with clear errors in the model's shapes;
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
-#include "api/catalog.h"
-#include "api/tablesvc.h"
+#include "api/tables.h"
+#include "catalog/tablesvc.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/query.h"
@@ -42,6 +44,8 @@
 typedef struct treq {
     fl_api_req_t *r;
     const fl_catalog_cfg_t *cfg;
+    fl_tablesvc_t *svc;
+    const fl_tablesvc_cfg_t *sc;  /* the service's stores and ARN scope */
     fl_catalog_t *cat;
     char *cap[MAX_CAPTURES]; /* decoded `{...}` path segments, in pattern order */
     int ncap;
@@ -350,7 +354,7 @@ static bool check_table_name(treq_t *t, const char *name, bool create)
  * account, NotFound for another region. */
 static bool resolve_arn(treq_t *t, const char *arn, char *bucket, char *id, const char *bad_msg)
 {
-    switch (fl_arn_resolve(t->cfg, arn, bucket, id)) {
+    switch (fl_arn_resolve(&t->sc->scope, arn, bucket, id)) {
     case FL_ARN_OURS: return true;
     case FL_ARN_OTHER_ACCOUNT:
         fail(t, "AccessDeniedException", "Access denied: the ARN names another account.");
@@ -410,7 +414,7 @@ static bool load_table_arn(treq_t *t, const char *arn, fl_table_t *out)
         fail(t, "BadRequestException", "The specified table ARN is not valid.");
         return false;
     }
-    fl_arn_table(t->cfg, bucket, id, canon);
+    fl_arn_table(&t->sc->scope, bucket, id, canon);
     fl_err_t e = fl_catalog_table_get_by_arn(t->cat, canon, out);
     if (e == FL_ERR_NOT_FOUND && strcmp(canon, arn) != 0) e = fl_catalog_table_get_by_arn(t->cat, arn, out);
     if (!e && (strcmp(out->bucket, bucket) != 0 || strcmp(out->kind, "table") != 0)) e = FL_ERR_NOT_FOUND;
@@ -829,8 +833,8 @@ static void op_create_bucket(treq_t *t)
     fl_tbucket_t b;
     memset(&b, 0, sizeof b);
     fl_strlcpy(b.name, name, sizeof b.name);
-    fl_arn_bucket(t->cfg, name, b.arn);
-    fl_strlcpy(b.owner, t->cfg->account, sizeof b.owner);
+    fl_arn_bucket(&t->sc->scope, name, b.arn);
+    fl_strlcpy(b.owner, t->sc->scope.account, sizeof b.owner);
     fl_err_t e = fl_catalog_bucket_create(t->cat, &b);
     if (e == FL_ERR_EXISTS) {
         fail(t, "ConflictException", "The table bucket that you tried to create already exists, and you own it.");
@@ -1251,7 +1255,7 @@ static void op_create_namespace(treq_t *t)
     memset(&ns, 0, sizeof ns);
     fl_strlcpy(ns.bucket, b.name, sizeof ns.bucket);
     fl_strlcpy(ns.name, name, sizeof ns.name);
-    fl_strlcpy(ns.owner, t->cfg->account, sizeof ns.owner);
+    fl_strlcpy(ns.owner, t->sc->scope.account, sizeof ns.owner);
     fl_strlcpy(ns.created_by, t->r->principal ? t->r->principal : "anonymous", sizeof ns.created_by);
     fl_err_t e = fl_catalog_ns_create(t->cat, &ns);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A namespace with the specified name already exists.");
@@ -1420,7 +1424,7 @@ static void op_create_table(treq_t *t)
 
     fl_table_t tb;
     const char *why = NULL;
-    fl_err_t e = fl_tablesvc_create(t->cfg, b.name, t->cap[1], name, t->r->principal, meta, &tb, &why);
+    fl_err_t e = fl_tablesvc_create(t->svc, b.name, t->cap[1], name, t->r->principal, meta, &tb, &why);
     if (e == FL_ERR_NO_BUCKET) {
         fail(t, "NotFoundException", "The specified table bucket does not exist.");
         goto out;
@@ -1549,7 +1553,7 @@ static void op_delete_table(treq_t *t)
     fl_table_t tb;
     const char *token = qget(t, "versionToken");
     if (!load_table_path(t, NULL, &tb)) return;
-    fl_err_t e = fl_tablesvc_drop(t->cfg, &tb, true, token);
+    fl_err_t e = fl_tablesvc_drop(t->svc, &tb, true, token);
     if (e == FL_ERR_CONFLICT) return fail(t, "ConflictException", STALE_TOKEN);
     if (e == FL_ERR_NOT_FOUND) return fail(t, "NotFoundException", "The specified table does not exist.");
     if (e) return fail_err(t, e, NULL);
@@ -1571,8 +1575,7 @@ static void op_rename_table(treq_t *t)
     if ((new_ns && !check_ns_name(t, new_ns, false)) || (new_name && !check_table_name(t, new_name, true))) return;
     if (token && strcmp(token, tb.version_token) != 0)
         return fail(t, "ConflictException", STALE_TOKEN);
-    fl_err_t e = fl_catalog_table_rename(t->cat, tb.bucket, tb.ns, tb.name, new_ns ? new_ns : tb.ns,
-                                         new_name ? new_name : tb.name, tb.id, token);
+    fl_err_t e = fl_tablesvc_rename(t->svc, &tb, new_ns ? new_ns : tb.ns, new_name ? new_name : tb.name, token);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A table with the new name already exists.");
     if (e == FL_ERR_CONFLICT)
         return fail(t, "ConflictException", STALE_TOKEN);
@@ -1607,15 +1610,13 @@ static void op_update_metadata_location(treq_t *t)
                     "(%s) and end with .metadata.json or .metadata.json.gz.", tb.warehouse);
     /* the pointer never names a file the catalog cannot read */
     json_t *md = NULL;
-    fl_err_t re = fl_tablesvc_read_metadata(t->cfg, loc, &md);
+    fl_err_t re = fl_tablesvc_read_metadata(t->svc, loc, &md);
     json_decref(md);
     if (re)
         return fail(t, "BadRequestException", "The specified metadata location is not valid: %s.",
                     re == FL_ERR_NOT_FOUND ? "no such metadata file" : "not a readable metadata file");
-    fl_table_swap_t sw = { .bucket = tb.bucket, .ns = tb.ns, .name = tb.name, .expect_id = tb.id,
-                           .expect_token = token,
-                           .new_location = loc, .modified_by = t->r->principal };
-    fl_err_t e = fl_catalog_table_swap(t->cat, &sw, 1);
+    char new_token[40];
+    fl_err_t e = fl_tablesvc_swap(t->svc, &tb, token, loc, t->r->principal, new_token);
     if (e == FL_ERR_CONFLICT)
         return fail(t, "ConflictException", STALE_TOKEN);
     if (e == FL_ERR_NOT_FOUND) return fail(t, "NotFoundException", "The specified table does not exist.");
@@ -1624,7 +1625,7 @@ static void op_update_metadata_location(treq_t *t)
     jset_str(o, "name", tb.name);
     jset_str(o, "tableARN", tb.arn);
     json_object_set_new(o, "namespace", ns_list_json(tb.ns));
-    jset_str(o, "versionToken", sw.new_token_out);
+    jset_str(o, "versionToken", new_token);
     jset_str(o, "metadataLocation", loc);
     reply(t, 200, o);
 }
@@ -1848,7 +1849,8 @@ static bool match(const char *pattern, const char *path, size_t len, fl_slice_t 
  * Connection thread only; blocks on the catalog store and the object store. */
 void fl_tables_handle(fl_api_req_t *r)
 {
-    treq_t t = { .r = r, .cfg = r->cfg, .cat = r->cfg->cat };
+    const fl_tablesvc_cfg_t *sc = fl_tablesvc_cfg(r->cfg->svc);
+    treq_t t = { .r = r, .cfg = r->cfg, .svc = r->cfg->svc, .sc = sc, .cat = sc->cat };
     const route_t *hit = NULL;
     bool path_known = false;
     fl_slice_t caps[MAX_CAPTURES];

@@ -37,6 +37,7 @@ const char *fl_err_str(fl_err_t e)
     case FL_ERR_DIGEST: return "digest mismatch";
     case FL_ERR_AUTH: return "authentication failed";
     case FL_ERR_INCOMPLETE: return "incomplete body";
+    case FL_ERR_INTERNAL: return "internal error";
     }
     return "unknown error";
 }

@@ -25,6 +25,7 @@ typedef enum fl_err {
     FL_ERR_DIGEST = -18,      /* checksum / digest mismatch */
     FL_ERR_AUTH = -19,        /* authentication failed */
     FL_ERR_INCOMPLETE = -20,  /* body shorter than declared */
+    FL_ERR_INTERNAL = -21,    /* a dependency failed before anything changed (catalog layer) */
 } fl_err_t;
 
 /* Formats a message into err[errlen] (when err is non-NULL and errlen > 0)

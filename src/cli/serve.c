@@ -3,7 +3,7 @@
  * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
 #include "api/catalog.h"
 #include "api/s3.h"
-#include "api/tablesvc.h"
+#include "catalog/tablesvc.h"
 #include "auth/keys.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -163,6 +163,7 @@ int fl_cmd_serve(int argc, char **argv)
 
     fl_store_t *store = NULL;
     fl_catalog_t *cat = NULL;
+    fl_tablesvc_t *svc = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
     const char *dir = vals[OPT_DATA_DIR];
     char objdir[4096];
@@ -209,16 +210,20 @@ int fl_cmd_serve(int argc, char **argv)
         fl_error("--arn-style must be 'aws' or 'osstables'");
         goto out;
     }
+    fl_tablesvc_cfg_t svccfg = {
+        .cat = cat, .store = store,
+        .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws") },
+    };
+    svc = fl_tablesvc_open(&svccfg);
     fl_catalog_cfg_t catcfg = {
-        .cat = cat, .store = store, .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT],
-        .aws_arns = !strcmp(vals[OPT_ARN_STYLE], "aws"), .s3_endpoint = public_s3,
+        .svc = svc, .s3_endpoint = public_s3,
         .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_keys_lookup, .lookup_ud = &keys,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,
                                 .ud = &catcfg, .access_log = access_log };
     catsrv = fl_http_server_start(&cs);
     if (!catsrv) goto out;
-    fl_tablesvc_sweep(&catcfg, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
+    fl_tablesvc_sweep(svc, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
 
     if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
     printf("floe serve\n");
@@ -244,7 +249,7 @@ int fl_cmd_serve(int argc, char **argv)
         }
         if (fl_mono_ms() - last_sweep > 3600 * 1000) {
             fl_store_sweep(store, fl_now_ms());
-            fl_tablesvc_sweep(&catcfg, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
+            fl_tablesvc_sweep(svc, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
             last_sweep = fl_mono_ms();
         }
     }
@@ -252,6 +257,7 @@ int fl_cmd_serve(int argc, char **argv)
 out:
     if (catsrv) fl_http_server_stop(catsrv, 10000);
     if (s3srv) fl_http_server_stop(s3srv, 10000);
+    fl_tablesvc_close(svc);
     if (cat) fl_catalog_close(cat);
     if (store) fl_store_close(store);
     for (int i = 0; i < OPT__COUNT; i++) free(vals[i]);

@@ -5,7 +5,8 @@
  * data and metadata through the ordinary S3 data plane. Metadata files are
  * written with If-None-Match semantics (never overwritten) and are durable
  * (fsynced, index committed) before any catalog pointer names them. */
-#include "api/tablesvc.h"
+#include "catalog/tablesvc_int.h"
+#include "base/buf.h"
 #include "base/checksum.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -44,12 +45,12 @@ static bool warehouse_bucket(const fl_table_t *t, char *wb)
     return true;
 }
 
-static fl_err_t put_text(const fl_catalog_cfg_t *cfg, const char *bucket, const char *key,
+static fl_err_t put_text(fl_tablesvc_t *s, const char *bucket, const char *key,
                          const char *text)
 {
     size_t n = strlen(text);
     fl_blob_w_t *w = NULL;
-    fl_err_t e = fl_blob_w_open(cfg->store, &w);
+    fl_err_t e = fl_blob_w_open(s->cfg.store, &w);
     if (!e) e = fl_blob_w_write(w, text, n);
     if (e) {
         fl_blob_w_abort(w);
@@ -60,10 +61,10 @@ static fl_err_t put_text(const fl_catalog_cfg_t *cfg, const char *bucket, const 
     fl_obj_meta_t meta = { .size = (int64_t)n, .headers = "content-type: application/json\n" };
     fl_hex(md5, 16, meta.etag);
     fl_put_cond_t cond = { .if_none_match_star = true };
-    return fl_store_put(cfg->store, w, bucket, key, strlen(key), &meta, &cond);
+    return fl_store_put(s->cfg.store, w, bucket, key, strlen(key), &meta, &cond);
 }
 
-fl_err_t fl_tablesvc_write_metadata_text(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+fl_err_t fl_tablesvc_write_metadata_text(fl_tablesvc_t *s, const fl_table_t *t, long seq,
                                          const char *text, char *location_out)
 {
     char wb[64];
@@ -71,17 +72,17 @@ fl_err_t fl_tablesvc_write_metadata_text(const fl_catalog_cfg_t *cfg, const fl_t
     char id[37], key[128];
     fl_uuid4(id);
     snprintf(key, sizeof key, "metadata/%05ld-%s.metadata.json", seq < 0 ? 0 : seq, id);
-    fl_err_t e = put_text(cfg, wb, key, text);
+    fl_err_t e = put_text(s, wb, key, text);
     if (!e) snprintf(location_out, FL_LOC_MAX, "s3://%s/%s", wb, key);
     return e;
 }
 
-fl_err_t fl_tablesvc_write_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, long seq,
+fl_err_t fl_tablesvc_write_metadata(fl_tablesvc_t *s, const fl_table_t *t, long seq,
                                     json_t *metadata, char *location_out)
 {
     char *text = json_dumps(metadata, JSON_COMPACT);
     if (!text) return FL_ERR_NOMEM;
-    fl_err_t e = fl_tablesvc_write_metadata_text(cfg, t, seq, text, location_out);
+    fl_err_t e = fl_tablesvc_write_metadata_text(s, t, seq, text, location_out);
     free(text);
     return e;
 }
@@ -122,14 +123,14 @@ static fl_err_t gunzip(const char *in, size_t n, char **out, size_t *outlen)
     return FL_OK;
 }
 
-fl_err_t fl_tablesvc_read_metadata(const fl_catalog_cfg_t *cfg, const char *location, json_t **out)
+fl_err_t fl_tablesvc_read_metadata(fl_tablesvc_t *s, const char *location, json_t **out)
 {
     char bucket[64];
     const char *key;
     *out = NULL;
     if (!split_location(location, bucket, &key)) return FL_ERR_INVALID;
     fl_obj_t *o = NULL;
-    fl_err_t e = fl_store_get(cfg->store, bucket, key, strlen(key), &o);
+    fl_err_t e = fl_store_get(s->cfg.store, bucket, key, strlen(key), &o);
     if (e == FL_ERR_NO_BUCKET) e = FL_ERR_NOT_FOUND;
     if (e) return e;
     char *buf = NULL;
@@ -193,13 +194,13 @@ bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location)
 }
 
 /* Every object and abandoned upload of a warehouse bucket. */
-static void empty_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
+static void empty_warehouse(fl_tablesvc_t *s, const char *wb)
 {
     for (int rounds = 0; rounds < 100000; rounds++) {
         fl_list_res_t res = { 0 };
-        if (fl_store_list(cfg->store, wb, "", NULL, NULL, 1000, &res) != FL_OK) break;
+        if (fl_store_list(s->cfg.store, wb, "", NULL, NULL, 1000, &res) != FL_OK) break;
         for (size_t i = 0; i < res.nents; i++)
-            fl_store_delete(cfg->store, wb, res.ents[i].key, res.ents[i].keylen, NULL);
+            fl_store_delete(s->cfg.store, wb, res.ents[i].key, res.ents[i].keylen, NULL);
         bool more = res.nents > 0;
         fl_list_res_free(&res);
         if (!more) break;
@@ -209,8 +210,8 @@ static void empty_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
         fl_upload_info_t *u = NULL;
         size_t n = 0;
         bool trunc = false;
-        if (fl_store_mpu_list(cfg->store, wb, "", NULL, NULL, 1000, &u, &n, &trunc) != FL_OK) break;
-        for (size_t i = 0; i < n; i++) fl_store_mpu_abort(cfg->store, wb, u[i].key, u[i].keylen, u[i].upload_id);
+        if (fl_store_mpu_list(s->cfg.store, wb, "", NULL, NULL, 1000, &u, &n, &trunc) != FL_OK) break;
+        for (size_t i = 0; i < n; i++) fl_store_mpu_abort(s->cfg.store, wb, u[i].key, u[i].keylen, u[i].upload_id);
         fl_upload_infos_free(u, n);
         if (!n) break;
     }
@@ -219,27 +220,27 @@ static void empty_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
 /* Removes every object of a warehouse bucket, then the bucket. A commit that read the
  * row before it was deleted may still write its metadata file into the warehouse (it
  * then finds the row gone, answers 404 and removes the file): empty again and retry. */
-static void purge_warehouse(const fl_catalog_cfg_t *cfg, const char *wb)
+static void purge_warehouse(fl_tablesvc_t *s, const char *wb)
 {
     fl_err_t e = FL_OK;
     for (int round = 0; round < FL_TABLES_PURGE_ROUNDS; round++) {
-        empty_warehouse(cfg, wb);
-        e = fl_store_bucket_delete(cfg->store, wb);
+        empty_warehouse(s, wb);
+        e = fl_store_bucket_delete(s->cfg.store, wb);
         if (e != FL_ERR_NOT_EMPTY) break;
     }
     if (e && e != FL_ERR_NO_BUCKET) fl_warn("tables: could not remove warehouse %s: %s", wb, fl_err_str(e));
 }
 
-fl_err_t fl_tablesvc_delete_metadata(const fl_catalog_cfg_t *cfg, const fl_table_t *t, const char *location)
+fl_err_t fl_tablesvc_delete_metadata(fl_tablesvc_t *s, const fl_table_t *t, const char *location)
 {
     char bucket[64];
     const char *key;
     if (!fl_tablesvc_location_ok(t, location) || !split_location(location, bucket, &key)) return FL_ERR_INVALID;
-    fl_err_t e = fl_store_delete(cfg->store, bucket, key, strlen(key), NULL);
+    fl_err_t e = fl_store_delete(s->cfg.store, bucket, key, strlen(key), NULL);
     return e == FL_ERR_NO_BUCKET ? FL_ERR_NOT_FOUND : e;
 }
 
-fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, const char *ns,
+fl_err_t fl_tablesvc_create(fl_tablesvc_t *s, const char *bucket, const char *ns,
                             const char *name, const char *principal, json_t *metadata,
                             fl_table_t *out, const char **why)
 {
@@ -256,39 +257,39 @@ fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, con
     snprintf(t.type, sizeof t.type, "customer");
     snprintf(t.format, sizeof t.format, "ICEBERG");
     snprintf(t.kind, sizeof t.kind, "table");
-    snprintf(t.owner, sizeof t.owner, "%s", cfg->account);
+    snprintf(t.owner, sizeof t.owner, "%s", s->cfg.scope.account);
     snprintf(t.created_by, sizeof t.created_by, "%s", principal ? principal : "anonymous");
     snprintf(t.modified_by, sizeof t.modified_by, "%s", t.created_by);
-    fl_arn_table(cfg, bucket, t.id, t.arn);
+    fl_arn_table(&s->cfg.scope, bucket, t.id, t.arn);
 
     /* fail early (and leave nothing) when the namespace is missing or the name taken */
     fl_namespace_t nsrow = { 0 };
-    fl_err_t e = fl_catalog_ns_get(cfg->cat, bucket, ns, &nsrow);
+    fl_err_t e = fl_catalog_ns_get(s->cfg.cat, bucket, ns, &nsrow);
     fl_namespace_free(&nsrow);
     if (e) {
         *why = e == FL_ERR_NOT_FOUND ? "The specified namespace does not exist." : NULL;
         return e;
     }
     fl_table_t existing;
-    if (fl_catalog_table_get(cfg->cat, bucket, ns, name, &existing) == FL_OK) {
+    if (fl_catalog_table_get(s->cfg.cat, bucket, ns, name, &existing) == FL_OK) {
         *why = "A table or view with this name already exists.";
         return FL_ERR_EXISTS;
     }
 
-    e = fl_store_bucket_create(cfg->store, wb);
+    e = fl_store_bucket_create(s->cfg.store, wb);
     if (e) {
         *why = "Could not create the table's warehouse.";
         return e == FL_ERR_EXISTS ? FL_ERR_IO : e;
     }
     if (metadata) {
         json_object_set_new(metadata, "location", json_string(t.warehouse));
-        e = fl_tablesvc_write_metadata(cfg, &t, 0, metadata, t.metadata_location);
+        e = fl_tablesvc_write_metadata(s, &t, 0, metadata, t.metadata_location);
         if (e) {
             *why = "Could not write the table's first metadata file.";
             goto fail;
         }
     }
-    e = fl_catalog_table_create(cfg->cat, &t);
+    e = fl_catalog_table_create(s->cfg.cat, &t);
     if (e) {
         if (e == FL_ERR_EXISTS) *why = "A table or view with this name already exists.";
         else if (e == FL_ERR_NOT_FOUND) *why = "The specified namespace does not exist.";
@@ -297,28 +298,30 @@ fl_err_t fl_tablesvc_create(const fl_catalog_cfg_t *cfg, const char *bucket, con
     if (out) *out = t;
     return FL_OK;
 fail:
-    purge_warehouse(cfg, wb);
+    purge_warehouse(s, wb);
     return e;
 }
 
-fl_err_t fl_tablesvc_drop(const fl_catalog_cfg_t *cfg, const fl_table_t *t, bool purge,
+fl_err_t fl_tablesvc_drop(fl_tablesvc_t *s, const fl_table_t *t, bool purge,
                           const char *expect_token)
 {
-    fl_err_t e = fl_catalog_table_delete(cfg->cat, t->bucket, t->ns, t->name, t->id, expect_token);
-    if (e) return e;
-    if (purge) {
+    fl_tablesvc_lock(s, t->bucket, t->ns, t->name);
+    fl_err_t e = fl_catalog_table_delete(s->cfg.cat, t->bucket, t->ns, t->name, t->id, expect_token);
+    if (!e && purge) {
         char wb[64];
-        if (warehouse_bucket(t, wb)) purge_warehouse(cfg, wb);
+        if (warehouse_bucket(t, wb)) purge_warehouse(s, wb);
     }
-    return FL_OK;
+    fl_tablesvc_unlock(s, t->bucket, t->ns, t->name);
+    if (!e && t->metadata_location[0]) fl_tablesvc_mcache_forget(&s->mc, t->metadata_location);
+    return e;
 }
 
-int fl_tablesvc_sweep(const fl_catalog_cfg_t *cfg, int64_t created_before_ms)
+int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
 {
     fl_bucket_info_t *bs = NULL;
     size_t n = 0;
     int swept = 0;
-    if (fl_store_bucket_list(cfg->store, &bs, &n) != FL_OK) return 0;
+    if (fl_store_bucket_list(s->cfg.store, &bs, &n) != FL_OK) return 0;
     size_t sl = strlen(WAREHOUSE_SUFFIX);
     for (size_t i = 0; i < n; i++) {
         size_t l = strlen(bs[i].name);
@@ -327,11 +330,82 @@ int fl_tablesvc_sweep(const fl_catalog_cfg_t *cfg, int64_t created_before_ms)
         char wh[128];
         fl_table_t t;
         snprintf(wh, sizeof wh, "s3://%s", bs[i].name);
-        if (fl_catalog_table_get_by_warehouse(cfg->cat, wh, &t) != FL_ERR_NOT_FOUND) continue;
-        purge_warehouse(cfg, bs[i].name);
+        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) != FL_ERR_NOT_FOUND) continue;
+        purge_warehouse(s, bs[i].name);
         swept++;
     }
     free(bs);
     if (swept) fl_info("tables: swept %d warehouse(s) that no table owns", swept);
     return swept;
+}
+
+/* Warehouse bucket "{uuid}--table-s3" named by an s3:// location (id_out: the uuid). */
+bool fl_tablesvc_warehouse_of(const char *loc, char *wb, char *id_out)
+{
+    if (strncmp(loc, "s3://", 5) != 0) return false;
+    const char *b = loc + 5;
+    size_t n = strcspn(b, "/");
+    size_t sl = strlen(WAREHOUSE_SUFFIX);
+    if (n != 36 + sl || strncmp(b + 36, WAREHOUSE_SUFFIX, sl) != 0) return false;
+    memcpy(wb, b, n);
+    wb[n] = 0;
+    memcpy(id_out, b, 36);
+    id_out[36] = 0;
+    for (int i = 0; i < 36; i++) {
+        char c = id_out[i];
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+    }
+    return true;
+}
+
+bool fl_tablesvc_name_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 255) return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    }
+    return s[0] != '_' && s[n - 1] != '_';
+}
+
+void fl_tablesvc_row_init(fl_tablesvc_t *s, fl_table_t *t, const char *bucket, const char *ns, const char *name,
+                          const char *id, bool view, const char *principal)
+{
+    memset(t, 0, sizeof *t);
+    snprintf(t->bucket, sizeof t->bucket, "%s", bucket);
+    snprintf(t->ns, sizeof t->ns, "%s", ns);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    snprintf(t->id, sizeof t->id, "%s", id);
+    snprintf(t->warehouse, sizeof t->warehouse, "s3://%s" WAREHOUSE_SUFFIX, id);
+    snprintf(t->type, sizeof t->type, "customer");
+    snprintf(t->format, sizeof t->format, "ICEBERG");
+    snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
+    snprintf(t->owner, sizeof t->owner, "%s", s->cfg.scope.account ? s->cfg.scope.account : "");
+    snprintf(t->created_by, sizeof t->created_by, "%s", principal ? principal : "anonymous");
+    snprintf(t->modified_by, sizeof t->modified_by, "%s", t->created_by);
+    fl_arn_table(&s->cfg.scope, bucket, id, t->arn);
+}
+
+fl_tablesvc_t *fl_tablesvc_open(const fl_tablesvc_cfg_t *cfg)
+{
+    fl_tablesvc_t *s = fl_calloc(1, sizeof *s);
+    s->cfg = *cfg;
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_init(&s->stripes[i], NULL);
+    fl_tablesvc_mcache_init(&s->mc);
+    return s;
+}
+
+void fl_tablesvc_close(fl_tablesvc_t *s)
+{
+    if (!s) return;
+    fl_tablesvc_mcache_free(&s->mc);
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_destroy(&s->stripes[i]);
+    free(s);
+}
+
+const fl_tablesvc_cfg_t *fl_tablesvc_cfg(const fl_tablesvc_t *s)
+{
+    return &s->cfg;
 }
