@@ -9,7 +9,6 @@
 #define FL_API_CATALOG_H
 #include "api/front.h"
 
-#define FL_CATALOG_MAX_BODY (8 * 1024 * 1024) /* JSON request bodies */
 
 /* fl_http_handler_fn for the catalog port; ud is a const fl_catalog_cfg_t*. */
 void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud);

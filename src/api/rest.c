@@ -31,8 +31,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define MAX_SEGS 8
-#define MAX_PAGE 1000
 #define ERRLEN 512
 
 typedef struct rctx {
@@ -303,7 +301,7 @@ static bool paging(rctx_t *x, fl_buf_t *tok, int *max, const char **after)
             err(x, 400, "BadRequestException", "pageSize must be a positive integer.");
             return false;
         }
-        *max = v > MAX_PAGE ? MAX_PAGE : (int)v;
+        *max = v > FL_CATALOG_MAX_PAGE ? FL_CATALOG_MAX_PAGE : (int)v;
     }
     fl_buf_free(&ps);
     if (qparam(x, "pageToken", tok) && tok->ptr && tok->ptr[0]) {
@@ -340,7 +338,7 @@ static void h_list_ns(rctx_t *x)
     arr = json_array();
     char last[FL_NAME_MAX] = "";
     bool more = false;
-    int want = max ? max : MAX_PAGE;
+    int want = max ? max : FL_CATALOG_MAX_PAGE;
     for (;;) {
         fl_namespace_t *v = NULL;
         size_t n = 0;
@@ -549,7 +547,7 @@ static void list_rows(rctx_t *x, const char *kind)
     arr = json_array();
     char last[FL_NAME_MAX] = "";
     bool more = false;
-    int want = max ? max : MAX_PAGE;
+    int want = max ? max : FL_CATALOG_MAX_PAGE;
     for (;;) {
         fl_table_t *v = NULL;
         size_t n = 0;
@@ -1284,14 +1282,14 @@ static void dispatch(rctx_t *x)
     /* the prefix: one raw segment (its '/' is %2F), decoded once */
     const char *pre = p + 4, *end = p + n;
     const char *slash = memchr(pre, '/', (size_t)(end - pre));
-    seg_t segs[MAX_SEGS];
+    seg_t segs[FL_REST_MAX_PATH_SEGMENTS];
     int nsegs = 0;
     const char *q = slash ? slash + 1 : end;
     bool bad = !slash;
     while (!bad && q <= end) {
         const char *s = memchr(q, '/', (size_t)(end - q));
         const char *e = s ? s : end;
-        if (e == q || nsegs == MAX_SEGS) {
+        if (e == q || nsegs == FL_REST_MAX_PATH_SEGMENTS) {
             bad = true;
             break;
         }

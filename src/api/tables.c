@@ -36,9 +36,6 @@
 #include <string.h>
 
 #define MAX_CAPTURES 6
-#define MAX_PAGE 1000
-#define MAX_POLICY_CHARS 20480
-#define MAX_TAGS 50
 #define STALE_TOKEN "The provided version token does not match the table's current version token."
 
 typedef struct treq {
@@ -553,8 +550,8 @@ static bool tags_ok(treq_t *t, json_t *tags)
             return false;
         }
     }
-    if (json_object_size(tags) > MAX_TAGS) {
-        fail(t, "BadRequestException", "A resource can have at most %d tags.", MAX_TAGS);
+    if (json_object_size(tags) > FL_TABLES_MAX_TAGS) {
+        fail(t, "BadRequestException", "A resource can have at most %d tags.", FL_TABLES_MAX_TAGS);
         return false;
     }
     return true;
@@ -734,12 +731,12 @@ static bool maint_enabled(json_t *value)
 static bool page_size(treq_t *t, const char *name, int *out)
 {
     const char *v = qget(t, name);
-    *out = MAX_PAGE;
+    *out = FL_CATALOG_MAX_PAGE;
     if (!v) return true;
     char *end;
     long n = strtol(v, &end, 10);
-    if (!*v || *end || n < 1 || n > MAX_PAGE) {
-        fail(t, "BadRequestException", "The parameter %s must be an integer from 1 to %d.", name, MAX_PAGE);
+    if (!*v || *end || n < 1 || n > FL_CATALOG_MAX_PAGE) {
+        fail(t, "BadRequestException", "The parameter %s must be an integer from 1 to %d.", name, FL_CATALOG_MAX_PAGE);
         return false;
     }
     *out = (int)n;
@@ -917,7 +914,7 @@ static void policy_put(treq_t *t, const char *arn)
 {
     json_t *in = body(t);
     const char *pol;
-    if (!in || !get_str(t, in, "resourcePolicy", true, 1, MAX_POLICY_CHARS, &pol) || !policy_ok(t, pol)) return;
+    if (!in || !get_str(t, in, "resourcePolicy", true, 1, FL_TABLES_MAX_POLICY_CHARS, &pol) || !policy_ok(t, pol)) return;
     fl_err_t e = fl_catalog_doc_put(t->cat, arn, "policy", pol);
     if (e) return fail_err(t, e, NULL);
     reply(t, 200, NULL);
@@ -1700,9 +1697,9 @@ static void op_tag_resource(treq_t *t)
         cur = json_object();
     }
     json_object_update(cur, tags);
-    if (json_object_size(cur) > MAX_TAGS) {
+    if (json_object_size(cur) > FL_TABLES_MAX_TAGS) {
         json_decref(cur);
-        return fail(t, "BadRequestException", "A resource can have at most %d tags.", MAX_TAGS);
+        return fail(t, "BadRequestException", "A resource can have at most %d tags.", FL_TABLES_MAX_TAGS);
     }
     if (doc_put(t, arn, "tags", cur)) reply(t, 200, json_object());
     json_decref(cur);

@@ -7,7 +7,7 @@
 #define FL_AUTH_ARN_H
 #include <stdbool.h>
 
-#define FL_ARN_MAX 512 /* bytes of an ARN with its NUL (meta/catalog.h has the same value) */
+#define FL_ARN_MAX 512 /* bytes of an ARN with its NUL */
 
 /* This server's place in the ARN space. The strings are borrowed: they must
  * outlive every call that is given the scope (the process's configuration). */

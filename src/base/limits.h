@@ -26,6 +26,12 @@
 #define FL_QUERY_MAX_PARAMS        64             /* query parameters of one request */
 #define FL_QUERY_MAX_NAME_BYTES    4096           /* one decoded query parameter name */
 
+#define FL_CATALOG_MAX_BODY        (8 * 1024 * 1024) /* a JSON request body on the catalog port */
+#define FL_CATALOG_MAX_PAGE        1000           /* items per list page (S3 Tables and REST) */
+#define FL_REST_MAX_PATH_SEGMENTS  8              /* segments of a REST catalog path after the prefix */
+#define FL_TABLES_MAX_POLICY_CHARS 20480          /* a table-bucket or table policy document */
+#define FL_TABLES_MAX_TAGS         50             /* tags on one resource */
+
 #define FL_S3_MAX_OBJECT_BYTES     (5LL * 1024 * 1024 * 1024 * 1024) /* 5 TiB */
 #define FL_S3_MAX_PUT_BYTES        (5LL * 1024 * 1024 * 1024)        /* single PUT/part: 5 GiB */
 #define FL_S3_MIN_PART_BYTES       (5LL * 1024 * 1024)
@@ -49,6 +55,7 @@
 #define FL_SIGV4_MAX_CREDENTIAL    512            /* Credential / X-Amz-Credential value */
 
 #define FL_ICEBERG_MAX_FIELDS      10000            /* fields in one schema or partition spec */
+#define FL_ICEBERG_MAX_METADATA_BYTES (256LL * 1024 * 1024) /* one metadata.json read back */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
 /* updates in one REST commit (all tables of a transaction together). Spark and PyIceberg
  * send a handful, but Iceberg Java's expireSnapshots sends one remove-snapshots update

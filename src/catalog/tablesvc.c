@@ -8,6 +8,7 @@
 #include "catalog/tablesvc_int.h"
 #include "base/buf.h"
 #include "base/checksum.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/uuid.h"
@@ -19,7 +20,6 @@
 
 #define WAREHOUSE_SUFFIX "--table-s3"
 #define FL_TABLES_PURGE_ROUNDS 20 /* empty-and-delete attempts while commits still land */
-#define MAX_METADATA_BYTES (256LL * 1024 * 1024)
 
 /* s3://bucket/key -> bucket (64) and key pointer into location. */
 static bool split_location(const char *loc, char *bucket, const char **key)
@@ -99,7 +99,7 @@ static fl_err_t gunzip(const char *in, size_t n, char **out, size_t *outlen)
     z.avail_in = (unsigned)n;
     while (!e) {
         if (len == cap) {
-            if (cap >= (size_t)MAX_METADATA_BYTES) { e = FL_ERR_TOO_LARGE; break; }
+            if (cap >= (size_t)FL_ICEBERG_MAX_METADATA_BYTES) { e = FL_ERR_TOO_LARGE; break; }
             cap *= 2;
             char *b = realloc(buf, cap);
             if (!b) { e = FL_ERR_NOMEM; break; }
@@ -134,7 +134,7 @@ fl_err_t fl_tablesvc_read_metadata(fl_tablesvc_t *s, const char *location, json_
     if (e == FL_ERR_NO_BUCKET) e = FL_ERR_NOT_FOUND;
     if (e) return e;
     char *buf = NULL;
-    if (o->meta.size > MAX_METADATA_BYTES) {
+    if (o->meta.size > FL_ICEBERG_MAX_METADATA_BYTES) {
         e = FL_ERR_TOO_LARGE;
         goto out;
     }

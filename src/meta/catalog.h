@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "auth/arn.h"
 #include "base/err.h"
 
 typedef struct fl_catalog fl_catalog_t;
@@ -21,7 +22,6 @@ fl_catalog_t *fl_catalog_open(const char *path);
 void fl_catalog_close(fl_catalog_t *c);
 
 #define FL_NAME_MAX 256
-#define FL_ARN_MAX 512
 #define FL_LOC_MAX 2048
 
 typedef struct fl_tbucket {
