@@ -6,4 +6,6 @@ int fl_cmd_tables(int argc, char **argv);
 int fl_cmd_snapshots(int argc, char **argv);
 int fl_cmd_scan(int argc, char **argv);
 int fl_cmd_append(int argc, char **argv);
+/* compaction of one table (cli/compact.c); temporarily `floe compact` */
+int fl_cmd_maint_compaction(int argc, char **argv);
 #endif

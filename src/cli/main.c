@@ -13,6 +13,7 @@ static const struct {
     { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
     { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
+    { "compact", fl_cmd_maint_compaction, "compact an Iceberg table: bin-pack small files, drop deletes, merge manifests" },
 };
 
 static void usage(FILE *f)

@@ -196,7 +196,9 @@ static int64_t commit_delete(mem_table_t *t, fl_table_ops_t *ops, int content, c
                             "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id", (json_int_t)sid);
     json_t *newmd = NULL;
     int status = 0;
-    ops->commit(ops->ctx, json_array(), upd, &newmd, &status, err, sizeof err);
+    json_t *reqs = json_array();
+    ops->commit(ops->ctx, reqs, upd, &newmd, &status, err, sizeof err);
+    json_decref(reqs);
     json_decref(newmd);
     json_decref(upd);
     free(all);
@@ -338,7 +340,9 @@ FL_TEST(rewrite_old_spec_into_current)
     json_t *newmd = NULL;
     int st = 0;
     char err[512] = "";
-    ops.commit(ops.ctx, json_array(), upd, &newmd, &st, err, sizeof err);
+    json_t *reqs = json_array();
+    ops.commit(ops.ctx, reqs, upd, &newmd, &st, err, sizeof err);
+    json_decref(reqs);
     json_decref(upd);
     json_decref(newmd);
     REQUIRE(st == 200);
