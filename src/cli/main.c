@@ -13,7 +13,7 @@ static const struct {
     { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
     { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
-    { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (snapshot expiry)" },
+    { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (compaction, snapshot expiry)" },
 };
 
 static void usage(FILE *f)

@@ -2,7 +2,7 @@
  * side through the table's REST catalog and its storage (the same iceberg/ code the
  * scheduler inside `floe serve` runs in-process).
  *
- *   floe maintenance run NS.TABLE --job snapshots|all [--as-of TIMESTAMP]
+ *   floe maintenance run NS.TABLE --job compaction|snapshots|all [--as-of TIMESTAMP]
  *        [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]
  *        [--output text|json] [catalog options]
  * Progress lines go to stderr, the summary to stdout (one JSON object per job with
@@ -18,6 +18,7 @@
 #include "cli/catalog_opts.h"
 #include "cli/cli.h"
 #include "iceberg/expire.h"
+#include "iceberg/rewrite.h"
 
 #define PROG "floe maintenance"
 
@@ -27,6 +28,8 @@ typedef struct maint_opts {
     int64_t max_snapshot_age_hours;   /* 0 = job default */
     bool dry_run;
     bool json;
+    fl_rewrite_opts_t compaction;     /* --target-file-size-mb, --min-input-files, --max-commit-mb,
+                                         --merge-manifests, --manifests-only */
 } maint_opts_t;
 
 static const char *const status_names[] = { "Successful", "Failed", "Disabled" };
@@ -67,11 +70,37 @@ static int job_snapshots(fl_cli_table_t *t, const maint_opts_t *mo, json_t **rep
     return e ? 1 : 0;
 }
 
+/* --job compaction: iceberg/rewrite (bin-pack small files per partition and spec,
+ * apply and drop deletes, merge small manifests) over the table's REST ops.
+ * Groups that failed validation against concurrent commits stay for the next
+ * run: the job is still Successful, with groupsFailed and the last failure. */
+static int job_compaction(fl_cli_table_t *t, const maint_opts_t *mo, json_t **report)
+{
+    char err[1024] = "";
+    fl_rewrite_result_t r;
+    fl_err_t e = fl_rewrite_run(&t->ops, &mo->compaction, &r, err, sizeof err);
+    double secs = r.duration_ms > 0 ? r.duration_ms / 1000.0 : 0.001;
+    const char *msg = e ? err : r.groups_failed || r.groups_skipped ? r.last_failure : "";
+    *report = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:f}",
+                        "job", "icebergCompaction", "status", e ? "Failed" : "Successful", "failureMessage", msg,
+                        "filesIn", (json_int_t)r.files_in, "bytesIn", (json_int_t)r.bytes_in,
+                        "recordsIn", (json_int_t)r.records_in, "filesOut", (json_int_t)r.files_out,
+                        "bytesOut", (json_int_t)r.bytes_out, "recordsOut", (json_int_t)r.records_out,
+                        "deleteFilesRemoved", (json_int_t)r.delete_files_removed, "groupsPlanned", r.groups_planned,
+                        "groupsCommitted", r.groups_committed, "groupsFailed", r.groups_failed,
+                        "groupsSkipped", r.groups_skipped, "commits", r.commits, "attempts", r.commit_attempts,
+                        "manifestsReplaced", r.manifests_replaced, "manifestsCreated", r.manifests_created,
+                        "durationMs", (json_int_t)r.duration_ms, "mbPerS", r.bytes_in / 1048576.0 / secs,
+                        "filesPerS", r.files_in / secs);
+    return e ? 1 : 0;
+}
+
 /* The jobs `run` knows, in the order --job all runs them. Adding a job is one row. */
 static const struct {
     const char *name;
     int (*run)(fl_cli_table_t *t, const maint_opts_t *o, json_t **report);
 } jobs[] = {
+    { "compaction", job_compaction },
     { "snapshots", job_snapshots },
 };
 
@@ -88,7 +117,12 @@ static void usage(FILE *f)
                "                   or milliseconds since the epoch); default now\n"
                "  --min-snapshots-to-keep N   (snapshots; default 1, or the table's own retention)\n"
                "  --max-snapshot-age-hours H  (snapshots; default 120)\n"
-               "  --dry-run        plan and count; commit and delete nothing\n\n");
+               "  --dry-run        (snapshots) plan and count; commit and delete nothing\n"
+               "  --target-file-size-mb N     (compaction; default the table's write.target-file-size-bytes)\n"
+               "  --min-input-files N         (compaction; small files a group needs, default 2)\n"
+               "  --max-commit-mb N           (compaction; bytes rewritten per commit)\n"
+               "  --merge-manifests N         (compaction; merge a spec's small manifests when more than N)\n"
+               "  --manifests-only            (compaction; only merge manifests)\n\n");
     fl_catalog_opts_usage(f);
 }
 
@@ -129,6 +163,20 @@ static void print_text(json_t *rep)
     printf("%s: %s", json_string_value(json_object_get(rep, "job")), st);
     const char *msg = json_string_value(json_object_get(rep, "failureMessage"));
     if (msg && *msg) printf(" (%s)", msg);
+    if (!strcmp(json_string_value(json_object_get(rep, "job")), "icebergCompaction")) {
+#define I(k) json_integer_value(json_object_get(rep, k))
+        printf("\n  %" JSON_INTEGER_FORMAT " files (%" JSON_INTEGER_FORMAT " B, %" JSON_INTEGER_FORMAT " rows) -> %"
+               JSON_INTEGER_FORMAT " files (%" JSON_INTEGER_FORMAT " B, %" JSON_INTEGER_FORMAT " rows); %"
+               JSON_INTEGER_FORMAT " delete files removed; %" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT
+               " groups committed in %" JSON_INTEGER_FORMAT " commits; %" JSON_INTEGER_FORMAT
+               " manifests merged into %" JSON_INTEGER_FORMAT "; %.1f MB/s, %.1f files/s\n",
+               I("filesIn"), I("bytesIn"), I("recordsIn"), I("filesOut"), I("bytesOut"), I("recordsOut"),
+               I("deleteFilesRemoved"), I("groupsCommitted"), I("groupsPlanned"), I("commits"),
+               I("manifestsReplaced"), I("manifestsCreated"), json_real_value(json_object_get(rep, "mbPerS")),
+               json_real_value(json_object_get(rep, "filesPerS")));
+#undef I
+        return;
+    }
     printf("\n  snapshots: %" JSON_INTEGER_FORMAT " before, %" JSON_INTEGER_FORMAT " %sremoved; refs removed: %"
            JSON_INTEGER_FORMAT "; commits sent: %" JSON_INTEGER_FORMAT "\n",
            json_integer_value(json_object_get(rep, "snapshotsBefore")),
@@ -161,10 +209,25 @@ static int cmd_run(int argc, char **argv)
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
         if (!strcmp(a, "--dry-run")) { mo.dry_run = true; continue; }
-        bool valued = !strcmp(a, "--job") || !strcmp(a, "--as-of") || !strcmp(a, "--min-snapshots-to-keep") ||
+        if (!strcmp(a, "--manifests-only")) { mo.compaction.skip_data = true; continue; }
+        bool sized = !strcmp(a, "--target-file-size-mb") || !strcmp(a, "--min-input-files") ||
+                     !strcmp(a, "--max-commit-mb") || !strcmp(a, "--merge-manifests");
+        bool valued = sized || !strcmp(a, "--job") || !strcmp(a, "--as-of") || !strcmp(a, "--min-snapshots-to-keep") ||
                       !strcmp(a, "--max-snapshot-age-hours") || !strcmp(a, "--output");
         if (valued && i + 1 >= argc) { fprintf(stderr, PROG ": %s needs a value\n", a); return 2; }
-        if (!strcmp(a, "--job")) {
+        if (sized) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (errno || *end || v < 1 || v > INT32_MAX) {
+                fprintf(stderr, PROG ": %s wants an integer of at least 1\n", a);
+                return 2;
+            }
+            if (!strcmp(a, "--target-file-size-mb")) mo.compaction.target_file_bytes = v * 1024 * 1024;
+            else if (!strcmp(a, "--min-input-files")) mo.compaction.min_input_files = (int)v;
+            else if (!strcmp(a, "--max-commit-mb")) mo.compaction.max_commit_bytes = v * 1024 * 1024;
+            else mo.compaction.merge_manifests_min = (int)v;
+        } else if (!strcmp(a, "--job")) {
             job = argv[++i];
         } else if (!strcmp(a, "--as-of")) {
             if ((mo.as_of_ms = parse_time(argv[++i])) <= 0) {

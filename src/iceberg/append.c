@@ -4,6 +4,7 @@
  * carries the parent's manifests over unchanged, then commits through the
  * table ops, re-basing the list on 409. */
 #include "iceberg/append.h"
+#include "iceberg/append_int.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -237,7 +238,7 @@ static fl_err_t partition_value(const part_src_t *ps, const fl_part_field_t *pf,
     return fl_ice_transform_apply(&pf->transform, &in, out);
 }
 
-static void key_append(fl_buf_t *k, const fl_ice_value_t *v)
+void fl_append_key_append(fl_buf_t *k, const fl_ice_value_t *v)
 {
     if (v->kind == FL_ICE_NULL) { fl_buf_addc(k, 0); return; }
     fl_buf_addc(k, 1);
@@ -510,7 +511,7 @@ fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, siz
                 fl_err_fmt(err, errlen, e, "row %zu: cannot compute partition field %s", r, a->spec.fields[k].name);
                 goto out;
             }
-            key_append(&a->keybuf, &vals[k]);
+            fl_append_key_append(&a->keybuf, &vals[k]);
         }
         size_t idx = SIZE_MAX;
         if (last != SIZE_MAX && a->open[last]->key.len == a->keybuf.len &&
@@ -545,7 +546,7 @@ out:
 
 /* ---- commit ---- */
 
-static int64_t new_snapshot_id(json_t *md)
+int64_t fl_append_new_snapshot_id(json_t *md)
 {
     for (;;) {
         uint64_t r;
@@ -562,7 +563,7 @@ static int64_t new_snapshot_id(json_t *md)
     }
 }
 
-static json_t *find_snapshot(json_t *md, int64_t id)
+json_t *fl_append_find_snapshot(json_t *md, int64_t id)
 {
     size_t i;
     json_t *s;
@@ -572,21 +573,21 @@ static json_t *find_snapshot(json_t *md, int64_t id)
 }
 
 /* main's snapshot id, or -1 */
-static int64_t main_snapshot(json_t *md)
+int64_t fl_append_main_snapshot(json_t *md)
 {
     json_t *r = json_object_get(json_object_get(md, "refs"), "main");
     if (r) return json_integer_value(json_object_get(r, "snapshot-id"));
     return fl_iceberg_current_snapshot_id(md);
 }
 
-static int64_t summary_i64(json_t *snap, const char *key, bool *ok)
+int64_t fl_append_summary_i64(json_t *snap, const char *key, bool *ok)
 {
     json_t *v = json_object_get(json_object_get(snap, "summary"), key);
     if (!json_is_string(v)) { *ok = false; return 0; }
     return strtoll(json_string_value(v), NULL, 10);
 }
 
-static void set_num(json_t *o, const char *k, int64_t v)
+void fl_append_set_num(json_t *o, const char *k, int64_t v)
 {
     char b[32];
     snprintf(b, sizeof b, "%" PRId64, v);
@@ -644,7 +645,7 @@ static size_t count_changed_partitions(const fl_appender_t *a)
     fl_buf_t *keys = fl_malloc(a->n_files * sizeof *keys);
     for (size_t i = 0; i < a->n_files; i++) {
         fl_buf_init(&keys[i], 0);
-        for (size_t p = 0; p < a->files[i].n_partition; p++) key_append(&keys[i], &a->files[i].partition[p]);
+        for (size_t p = 0; p < a->files[i].n_partition; p++) fl_append_key_append(&keys[i], &a->files[i].partition[p]);
     }
     qsort(keys, a->n_files, sizeof *keys, cmp_buf);
     size_t changed = 0;
@@ -660,7 +661,7 @@ static void commit_job_init(const fl_appender_t *a, commit_job_t *j)
     memset(j, 0, sizeof *j);
     fl_buf_init(&j->scratch, 0);
     fl_uuid4(j->uuid);
-    j->sid = new_snapshot_id(a->md);
+    j->sid = fl_append_new_snapshot_id(a->md);
     for (size_t i = 0; i < a->n_files; i++) {
         j->added_rows += a->files[i].record_count;
         j->added_size += a->files[i].file_size_in_bytes;
@@ -779,27 +780,27 @@ static json_t *snapshot_summary(const fl_appender_t *a, const commit_job_t *j, j
 {
     json_t *summary = json_object();
     json_object_set_new(summary, "operation", json_string("append"));
-    set_num(summary, "added-data-files", (int64_t)a->n_files);
-    set_num(summary, "added-records", j->added_rows);
-    set_num(summary, "added-files-size", j->added_size);
-    set_num(summary, "changed-partition-count", (int64_t)j->changed_partitions);
+    fl_append_set_num(summary, "added-data-files", (int64_t)a->n_files);
+    fl_append_set_num(summary, "added-records", j->added_rows);
+    fl_append_set_num(summary, "added-files-size", j->added_size);
+    fl_append_set_num(summary, "changed-partition-count", (int64_t)j->changed_partitions);
     bool ok = true;
     int64_t tr = 0, tf = 0, ts = 0, tdel = 0, tpd = 0, ted = 0;
     if (psnap) {
-        tr = summary_i64(psnap, "total-records", &ok);
-        tf = summary_i64(psnap, "total-data-files", &ok);
-        ts = summary_i64(psnap, "total-files-size", &ok);
-        tdel = summary_i64(psnap, "total-delete-files", &ok);
-        tpd = summary_i64(psnap, "total-position-deletes", &ok);
-        ted = summary_i64(psnap, "total-equality-deletes", &ok);
+        tr = fl_append_summary_i64(psnap, "total-records", &ok);
+        tf = fl_append_summary_i64(psnap, "total-data-files", &ok);
+        ts = fl_append_summary_i64(psnap, "total-files-size", &ok);
+        tdel = fl_append_summary_i64(psnap, "total-delete-files", &ok);
+        tpd = fl_append_summary_i64(psnap, "total-position-deletes", &ok);
+        ted = fl_append_summary_i64(psnap, "total-equality-deletes", &ok);
     }
     if (ok) {
-        set_num(summary, "total-records", tr + j->added_rows);
-        set_num(summary, "total-files-size", ts + j->added_size);
-        set_num(summary, "total-data-files", tf + (int64_t)a->n_files);
-        set_num(summary, "total-delete-files", tdel);
-        set_num(summary, "total-position-deletes", tpd);
-        set_num(summary, "total-equality-deletes", ted);
+        fl_append_set_num(summary, "total-records", tr + j->added_rows);
+        fl_append_set_num(summary, "total-files-size", ts + j->added_size);
+        fl_append_set_num(summary, "total-data-files", tf + (int64_t)a->n_files);
+        fl_append_set_num(summary, "total-delete-files", tdel);
+        fl_append_set_num(summary, "total-position-deletes", tpd);
+        fl_append_set_num(summary, "total-equality-deletes", ted);
     }
     for (size_t i = 0; i < n_kv; i++)
         if (kv[2 * i] && kv[2 * i + 1]) json_object_set_new(summary, kv[2 * i], json_string(kv[2 * i + 1]));
@@ -869,7 +870,7 @@ static bool committed_after_all(fl_appender_t *a, int64_t sid)
     json_t *md = NULL;
     char *loc = NULL;
     if (a->ops.load(a->ops.ctx, &md, &loc, NULL, 0)) return false;
-    bool there = find_snapshot(md, sid) != NULL;
+    bool there = fl_append_find_snapshot(md, sid) != NULL;
     bind_metadata(a, md, NULL, 0);
     free(a->md_location);
     a->md_location = loc;
@@ -890,9 +891,9 @@ typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAILED, ATTEMPT_UNKNOWN } at
 static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const char *const *kv,
                                 size_t n_kv, fl_err_t *e, char *err, size_t errlen)
 {
-    int64_t parent = main_snapshot(a->md);
+    int64_t parent = fl_append_main_snapshot(a->md);
     int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
-    json_t *psnap = parent >= 0 ? find_snapshot(a->md, parent) : NULL;
+    json_t *psnap = parent >= 0 ? fl_append_find_snapshot(a->md, parent) : NULL;
     int64_t first_row_id, next_row_id;
     if ((*e = read_parent_manifests(a, j, psnap, err, errlen)) ||
         (*e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
@@ -963,6 +964,20 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     }
     commit_job_free(&j);
     return e;
+}
+
+fl_err_t fl_append_take_files(fl_appender_t *a, fl_data_file_t **files, size_t *n, char *err, size_t errlen)
+{
+    *files = NULL;
+    *n = 0;
+    fl_err_t e = close_all(a, err, errlen);
+    if (e) return e;
+    *files = a->files;
+    *n = a->n_files;
+    a->files = NULL;
+    a->n_files = a->cap_files = 0;
+    a->rows = 0;
+    return FL_OK;
 }
 
 void fl_append_abort(fl_appender_t *a)

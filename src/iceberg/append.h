@@ -77,6 +77,12 @@ int64_t fl_append_rows(const fl_appender_t *a);
  * On success the appender can take more batches for the next commit. */
 fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv,
                           int64_t *snapshot_id, char *err, size_t errlen);
+/* For rewrites (iceberg/rewrite.h), which commit their own snapshot: close
+ * the open files and hand over the data files written since open or the last
+ * take (*files a new array of *n, each freed with fl_data_file_free; the
+ * objects stay in storage and become the caller's). Nothing is committed. */
+struct fl_data_file;
+fl_err_t fl_append_take_files(fl_appender_t *a, struct fl_data_file **files, size_t *n, char *err, size_t errlen);
 /* Drop what was written since the last commit (deletes the uploaded files). */
 void fl_append_abort(fl_appender_t *a);
 void fl_append_free(fl_appender_t *a);

@@ -191,6 +191,8 @@ void fl_data_file_free(fl_data_file_t *f)
     free(f->partition);
     fl_col_metrics_free(f->metrics, f->n_metrics);
     free(f->split_offsets);
+    free(f->equality_ids);
+    free(f->referenced_data_file);
     memset(f, 0, sizeof *f);
 }
 
@@ -763,13 +765,19 @@ static fl_err_t encode_entry(fl_buf_t *b, int fv, const fl_part_spec_t *spec,
         for (size_t i = 0; i < f->n_split_offsets && !e; i++) e = fl_avro_put_long(b, f->split_offsets[i]);
         if (!e) e = fl_avro_put_block_count(b, 0);
     }
-    if (!e && fv >= 2) e = fl_avro_put_union(b, 0); /* equality_ids */
+    if (!e && fv >= 2) e = fl_avro_put_union(b, f->equality_ids ? 1 : 0); /* equality_ids */
+    if (!e && fv >= 2 && f->equality_ids) {
+        if (f->n_equality_ids) e = fl_avro_put_block_count(b, (int64_t)f->n_equality_ids);
+        for (size_t i = 0; i < f->n_equality_ids && !e; i++) e = fl_avro_put_int(b, f->equality_ids[i]);
+        if (!e) e = fl_avro_put_block_count(b, 0);
+    }
     if (!e) e = fl_avro_put_union(b, f->has_sort_order_id ? 1 : 0);
     if (!e && f->has_sort_order_id) e = fl_avro_put_int(b, f->sort_order_id);
     if (!e && fv >= 3) e = put_opt_long(b, f->has_first_row_id, f->first_row_id);
-    if (!e && fv >= 2) e = fl_avro_put_union(b, 0); /* referenced_data_file */
-    if (!e && fv >= 3) e = fl_avro_put_union(b, 0); /* content_offset */
-    if (!e && fv >= 3) e = fl_avro_put_union(b, 0); /* content_size_in_bytes */
+    if (!e && fv >= 2) e = fl_avro_put_union(b, f->referenced_data_file ? 1 : 0); /* referenced_data_file */
+    if (!e && fv >= 2 && f->referenced_data_file) e = fl_avro_put_cstr(b, f->referenced_data_file);
+    if (!e && fv >= 3) e = put_opt_long(b, f->has_content_offset, f->content_offset);
+    if (!e && fv >= 3) e = put_opt_long(b, f->has_content_offset, f->content_size_in_bytes);
     return e;
 }
 
@@ -1764,32 +1772,39 @@ static fl_err_t read_partition(rd_t *r, int32_t n, fl_data_file_t *f)
     return FL_OK;
 }
 
-static fl_err_t read_split_offsets(rd_t *r, int32_t n, fl_data_file_t *f)
+/* An optional array of longs (split_offsets) or ints (equality_ids, ints = true)
+ * into *arr / *n; a second occurrence is invalid. */
+static fl_err_t read_num_array(rd_t *r, int32_t n, bool ints, void **arr, size_t *count)
 {
     bool null;
     fl_err_t e = unwrap(r, &n, &null);
     if (e || null) return e;
     const anode_t *a = &r->p->nodes[n];
-    if (a->kind != A_ARRAY || f->split_offsets) return FL_ERR_INVALID;
-    size_t cap = 4;
-    f->split_offsets = fl_malloc(cap * sizeof *f->split_offsets);
+    if (a->kind != A_ARRAY || *arr) return FL_ERR_INVALID;
+    size_t cap = 4, w = ints ? sizeof(int32_t) : sizeof(int64_t);
+    unsigned char *out = fl_malloc(cap * w);
+    *arr = out;
     for (;;) {
         int64_t cnt;
         if ((e = fl_avro_get_block_count(&r->d, &cnt))) return e;
         if (!cnt) return FL_OK;
         for (int64_t i = 0; i < cnt; i++) {
             bool has;
-            int64_t v;
+            int64_t v = 0;
+            int32_t v32 = 0;
             if (++r->items > FL_AVRO_MAX_ITEMS * 4LL) return FL_ERR_TOO_LARGE;
             size_t before = fl_avro_dec_left(&r->d);
-            if ((e = get_long_v(r, a->sub[0], &has, &v))) return e;
+            if ((e = ints ? get_int_v(r, a->sub[0], &has, &v32) : get_long_v(r, a->sub[0], &has, &v))) return e;
             if (fl_avro_dec_left(&r->d) == before) return FL_ERR_INVALID;
             if (!has) continue;
-            if (f->n_split_offsets == cap) {
+            if (*count == cap) {
                 cap *= 2;
-                f->split_offsets = fl_realloc(f->split_offsets, cap * sizeof *f->split_offsets);
+                out = fl_realloc(out, cap * w);
+                *arr = out;
             }
-            f->split_offsets[f->n_split_offsets++] = v;
+            if (ints) memcpy(out + *count * w, &v32, w);
+            else memcpy(out + *count * w, &v, w);
+            (*count)++;
         }
     }
 }
@@ -1826,7 +1841,21 @@ static fl_err_t read_data_file(mread_t *m, int32_t n, fl_data_file_t *f)
         case 102: e = read_partition(r, c, f); break;
         case 103: e = get_long_v(r, c, &has, &f->record_count); break;
         case 104: e = get_long_v(r, c, &has, &f->file_size_in_bytes); break;
-        case 132: e = read_split_offsets(r, c, f); break;
+        case 132: e = read_num_array(r, c, false, (void **)&f->split_offsets, &f->n_split_offsets); break;
+        case 135: e = read_num_array(r, c, true, (void **)&f->equality_ids, &f->n_equality_ids); break;
+        case 143:
+            e = get_bytes_v(r, c, &has, &s);
+            if (!e && has) {
+                free(f->referenced_data_file);
+                f->referenced_data_file = dup_slice(s);
+            }
+            break;
+        case 144: e = get_long_v(r, c, &f->has_content_offset, &f->content_offset); break;
+        case 145: {
+            bool h;
+            e = get_long_v(r, c, &h, &f->content_size_in_bytes);
+            break;
+        }
         case 140: e = get_int_v(r, c, &f->has_sort_order_id, &f->sort_order_id); break;
         case 142: e = get_long_v(r, c, &f->has_first_row_id, &f->first_row_id); break;
         default: e = skip_value(r, c, 0);

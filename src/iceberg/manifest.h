@@ -38,6 +38,11 @@ typedef struct fl_data_file {
     int32_t sort_order_id;
     bool has_first_row_id;           /* v3 first_row_id (142); written by v3 manifests only */
     int64_t first_row_id;
+    int32_t *equality_ids;           /* equality_ids (135) of an equality delete file; owned; NULL = absent */
+    size_t n_equality_ids;
+    char *referenced_data_file;      /* referenced_data_file (143), v2+; owned; NULL = absent */
+    bool has_content_offset;         /* content_offset / content_size_in_bytes (144/145), v3 (DVs) */
+    int64_t content_offset, content_size_in_bytes;
 } fl_data_file_t;
 
 void fl_data_file_free(fl_data_file_t *f);

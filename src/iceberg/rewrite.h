@@ -1,0 +1,105 @@
+/* Compaction: Iceberg's RewriteDataFiles (bin-pack) and RewriteManifests over
+ * the table ops of iceberg/append.h, so the same code runs in-process (the
+ * maintenance scheduler of `floe serve`) or through a REST catalog (`floe
+ * compact`).
+ *
+ * Plan: from main's snapshot, live data files are grouped by (spec id,
+ * partition tuple). A file is a candidate when it is smaller than
+ * min_file_bytes, has delete files applying to it, or was written with an
+ * older spec than the default one (it is rewritten into the default spec).
+ * Each partition's candidates are bin-packed first-fit-decreasing into groups
+ * of at most min(target, max_commit_bytes) input bytes; a group is worth
+ * rewriting with >= min_input_files files, or deletes applying, or an old spec.
+ *
+ * Rewrite: a group's rows are read with the Parquet reader (projected on the
+ * current schema by field id, the table's name mapping for files without
+ * ids), position deletes applied to data files with data seq <= delete seq and
+ * equality deletes with data seq < delete seq (Iceberg's rule), and written
+ * through the appender (iceberg/append.h: partition routing, files rolled at
+ * the target, write.parquet.* and metrics modes as for appends).
+ *
+ * Commit: groups are committed in units of about max_commit_bytes input bytes,
+ * each unit one `replace` snapshot (summary as Java's RewriteFiles): a new
+ * manifest of the new files with data sequence number = the STARTING
+ * snapshot's (use-starting-sequence-number, so concurrent equality deletes
+ * still apply to the rewritten rows), the manifests holding replaced files
+ * rewritten with them DELETED, delete files that no longer apply to any live
+ * data file DELETED too, the other manifests carried over. Requirements:
+ * assert-table-uuid + assert-ref-snapshot-id(main). A 409 reloads the table
+ * and re-validates against it as Java does: each group's files must still be
+ * live and no position delete (nor, for a group changing spec, any delete)
+ * may have been added since the start against them; a group failing this is
+ * dropped (its new files deleted, the deletes stay effective) and the rest is
+ * re-based and committed. Manifests are immutable, so each is read once per
+ * job and an attempt costs only the manifests added since the last one.
+ *
+ * Format: v2 tables. v3 tables are refused ("not yet": row lineage and
+ * deletion vectors); a v2 table never has deletion vectors.
+ *
+ * One thread per call; the ops are borrowed for the call. Errors: FL_ERR_INVALID
+ * (unsupported table, malformed files), FL_ERR_CONFLICT (table replaced), the
+ * ops' errors; err says which. Groups that fail validation are not an error:
+ * they are counted in the result. */
+#ifndef FL_ICEBERG_REWRITE_H
+#define FL_ICEBERG_REWRITE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "base/err.h"
+#include "iceberg/append.h"
+
+typedef struct fl_rewrite_opts {
+    int64_t target_file_bytes;   /* 0 = write.target-file-size-bytes (512 MiB) */
+    int64_t min_file_bytes;      /* "small": below this; 0 = 75% of the target (Java's default) */
+    int min_input_files;         /* files a group needs without deletes; 0 = 2 */
+    int64_t max_commit_bytes;    /* input bytes per commit; 0 = 10 GiB */
+    bool skip_data;              /* only merge manifests */
+    int merge_manifests_min;     /* merge a spec's small manifests when more than this many; 0 = off */
+    int64_t manifest_target_bytes; /* 0 = commit.manifest.target-size-bytes (8 MiB) */
+    const char *tmp_dir;         /* staging for written files; NULL = $TMPDIR or /tmp */
+    /* Test hook: called after the groups of a commit unit are written and
+     * before its first commit attempt (e.g. to commit a racing change). */
+    void (*before_commit)(void *ctx);
+    void *before_commit_ctx;
+} fl_rewrite_opts_t;
+
+typedef struct fl_rewrite_result {
+    int64_t files_in, bytes_in, records_in;      /* data files replaced (committed groups) */
+    int64_t files_out, bytes_out, records_out;   /* data files added */
+    int64_t delete_files_applied;                /* distinct delete files read */
+    int64_t delete_files_removed;                /* delete files dropped from the table */
+    int groups_planned, groups_committed, groups_failed, groups_skipped;
+    int commits;                                 /* replace snapshots committed (both kinds) */
+    int manifests_replaced, manifests_created;   /* by the manifest merge */
+    int commit_attempts;                         /* all attempts, 409 retries included */
+    int64_t duration_ms;
+    char last_failure[256];                      /* why the last group failed or was skipped */
+} fl_rewrite_result_t;
+
+/* What a plan found (for tests and `--dry-run`): candidate groups. */
+typedef struct fl_rewrite_plan_group {
+    int32_t spec_id;
+    size_t n_files;
+    int64_t bytes;
+    size_t n_deletes;            /* delete files applying to its files */
+    char **paths;                /* owned */
+} fl_rewrite_plan_group_t;
+
+typedef struct fl_rewrite_plan {
+    int64_t snapshot_id, sequence_number;
+    fl_rewrite_plan_group_t *groups;
+    size_t n_groups;
+    size_t n_skipped;            /* groups refused (e.g. deletion vectors) */
+} fl_rewrite_plan_t;
+
+/* Plan only: load the table, group and bin-pack (no writes). */
+fl_err_t fl_rewrite_plan(const fl_table_ops_t *ops, const fl_rewrite_opts_t *opts, fl_rewrite_plan_t *plan,
+                         char *err, size_t errlen);
+void fl_rewrite_plan_free(fl_rewrite_plan_t *plan);
+
+/* Plan, rewrite and commit; then merge manifests when opts ask. res is
+ * filled in every case (what was committed before a failure stays committed). */
+fl_err_t fl_rewrite_run(const fl_table_ops_t *ops, const fl_rewrite_opts_t *opts, fl_rewrite_result_t *res,
+                        char *err, size_t errlen);
+
+#endif

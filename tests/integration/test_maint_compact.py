@@ -1,0 +1,169 @@
+"""Compaction (`floe maintenance run --job compaction`, src/iceberg/rewrite.c) against a live `floe serve`:
+  - many small appends by `floe append` and PyIceberg into a partitioned table -> one
+    `replace` snapshot; PyIceberg and DuckDB (over the files PyIceberg plans) read exactly the
+    rows they read before, one data file per partition, totals in the summary;
+  - Spark SQL merge-on-read DELETE/UPDATE/MERGE (position deletes) -> after compaction Spark
+    and PyIceberg read exactly what Spark read before and no delete file is left;
+  - manifest merge: one manifest per commit merged into one, rows unchanged."""
+import json
+
+import pytest
+
+from rest_fixtures import load_rest_catalog, table_bucket, s3tables, unique  # noqa: F401
+from test_append_scan import floe_cli
+
+pa = pytest.importorskip("pyarrow")
+from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
+from pyiceberg.schema import Schema  # noqa: E402
+from pyiceberg.transforms import IdentityTransform  # noqa: E402
+from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "cat", StringType(), required=False),
+    NestedField(3, "v", StringType(), required=False),
+)
+SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="cat"))
+CATS = ["a", "b", "c"]
+
+
+def rows(first, n):
+    return [{"id": i, "cat": CATS[i % 3], "v": "v%d" % (i * 7)} for i in range(first, first + n)]
+
+
+def compact(floe, arn, ident, *extra):
+    p = floe_cli(floe, arn, "maintenance", "run", ident, "--job", "compaction", "--output", "json", *extra)
+    return json.loads(p.stdout)
+
+
+def py_rows(t):
+    return sorted(tuple(r.values()) for r in t.scan().to_arrow().select(["id", "cat", "v"]).to_pylist())
+
+
+def duck_rows(t):
+    """DuckDB reading the Parquet files PyIceberg plans (no deletes in these tables)."""
+    duckdb = pytest.importorskip("duckdb")
+    io = t.io
+    con = duckdb.connect()
+    out = []
+    for task in t.scan().plan_files():
+        assert not task.delete_files
+        data = io.new_input(task.file.file_path).open().read()
+        tbl = pa.BufferReader(data)
+        import pyarrow.parquet as pq
+        arrow = pq.read_table(tbl)
+        con.register("f", arrow)
+        out += con.execute("SELECT id, cat, v FROM f").fetchall()
+        con.unregister("f")
+    return sorted(out)
+
+
+def files_per_partition(t):
+    n = {}
+    for task in t.scan().plan_files():
+        k = task.file.partition[0]
+        n[k] = n.get(k, 0) + 1
+    return n
+
+
+def test_compact_floe_and_pyiceberg_appends(floe, table_bucket):  # noqa: F811
+    cat = load_rest_catalog(floe, table_bucket)
+    ns = unique("cmp")
+    cat.create_namespace(ns)
+    t = cat.create_table("%s.ev" % ns, schema=SCHEMA, partition_spec=SPEC)
+    ident = "%s.ev" % ns
+    for k in range(6):
+        data = "".join(json.dumps(r) + "\n" for r in rows(k * 40, 40))
+        floe_cli(floe, table_bucket, "append", ident, "--file", "-", stdin=data)
+    arrow_schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("cat", pa.string()),
+                              pa.field("v", pa.string())])
+    for k in range(6, 10):
+        t = cat.load_table(ident)
+        t.append(pa.Table.from_pylist(rows(k * 40, 40), schema=arrow_schema))
+    t = cat.load_table(ident)
+    before_py, before_duck = py_rows(t), duck_rows(t)
+    assert len(before_py) == 400 and before_py == before_duck
+    assert files_per_partition(t) == {"a": 10, "b": 10, "c": 10}
+    before_snaps = len(t.metadata.snapshots)
+
+    r = compact(floe, table_bucket, ident)
+    assert r["filesIn"] == 30 and r["filesOut"] == 3 and r["recordsIn"] == r["recordsOut"] == 400, r
+    assert r["groupsCommitted"] == 3 and r["groupsFailed"] == 0 and r["commits"] == 1, r
+
+    t = cat.load_table(ident)
+    assert py_rows(t) == before_py
+    assert duck_rows(t) == before_py
+    assert files_per_partition(t) == {"a": 1, "b": 1, "c": 1}
+    snaps = t.metadata.snapshots
+    assert len(snaps) == before_snaps + 1
+    s = snaps[-1].summary
+    assert s.operation.value == "replace"
+    assert s["added-data-files"] == "3" and s["deleted-data-files"] == "30"
+    assert s["total-records"] == "400" and s["total-data-files"] == "3"
+    # the new files carry the starting snapshot's sequence number
+    entries = t.inspect.entries().to_pylist()
+    added = [e for e in entries if e["status"] == 1]
+    assert len(added) == 3 and {e["sequence_number"] for e in added} == {snaps[-2].sequence_number}
+    # time travel to the pre-compaction snapshot still reads the same rows
+    old = sorted(tuple(x.values()) for x in
+                 t.scan(snapshot_id=snaps[-2].snapshot_id).to_arrow().select(["id", "cat", "v"]).to_pylist())
+    assert old == before_py
+    # nothing more to do
+    r2 = compact(floe, table_bucket, ident)
+    assert r2["groupsPlanned"] == 0 and r2["commits"] == 0
+
+
+def test_compact_merges_manifests(floe, table_bucket):  # noqa: F811
+    cat = load_rest_catalog(floe, table_bucket)
+    ns = unique("cmpm")
+    cat.create_namespace(ns)
+    cat.create_table("%s.ev" % ns, schema=SCHEMA, partition_spec=SPEC)
+    ident = "%s.ev" % ns
+    for k in range(8):
+        data = "".join(json.dumps(r) + "\n" for r in rows(k * 10, 10))
+        floe_cli(floe, table_bucket, "append", ident, "--file", "-", stdin=data)
+    t = cat.load_table(ident)
+    before = py_rows(t)
+    assert len(t.current_snapshot().manifests(t.io)) == 8
+    r = compact(floe, table_bucket, ident, "--manifests-only", "--merge-manifests", "4")
+    assert r["manifestsReplaced"] == 8 and r["manifestsCreated"] == 1, r
+    t = cat.load_table(ident)
+    assert len(t.current_snapshot().manifests(t.io)) == 1
+    assert t.current_snapshot().summary.operation.value == "replace"
+    assert py_rows(t) == before
+
+
+# ---------------------------------------------------------------- Spark merge-on-read deletes
+
+from test_spark_sql import (apply_changes, create_events, gen_rows, insert, ns, py_read, pycat,  # noqa: E402,F401
+                            spark, spark_read)
+
+
+@pytest.mark.timeout(900)
+def test_compact_applies_spark_merge_on_read_deletes(spark, ns, pycat, floe, table_bucket):  # noqa: F811
+    ident = create_events(spark, ns, "mor_cmp", mode="merge-on-read")
+    for k in range(4):
+        insert(spark, ident, gen_rows(k * 40, 40))
+    all_rows = gen_rows(0, 160)
+    want = apply_changes(spark, ident, all_rows)
+    before = spark_read(spark, ident)
+    assert before == want
+    name = ident.split(".", 1)[1]
+    t = pycat.load_table(name)
+    assert any(task.delete_files for task in t.scan().plan_files())
+    assert py_read(pycat, ident) == want
+
+    r = compact(floe, table_bucket, name)
+    assert r["groupsFailed"] == 0 and r["commits"] >= 1 and r["deleteFilesRemoved"] > 0, r
+
+    assert spark_read(spark, ident) == want
+    assert py_read(pycat, ident) == want
+    t = pycat.load_table(name)
+    assert not any(task.delete_files for task in t.scan().plan_files())
+    assert t.current_snapshot().summary.operation.value == "replace"
+    assert int(t.current_snapshot().summary["total-delete-files"]) == 0
+    spark.sql("SELECT * FROM %s.files" % ident).collect()  # Spark's metadata tables read the new manifests
+    per = {}
+    for task in t.scan().plan_files():
+        per[tuple(task.file.partition)] = per.get(tuple(task.file.partition), 0) + 1
+    assert max(per.values()) == 1, per

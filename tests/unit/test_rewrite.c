@@ -1,0 +1,621 @@
+/* Compaction (iceberg/rewrite.h) over in-memory table ops: grouping per
+ * partition and spec, bin-packing, position and equality deletes applied by
+ * sequence number and dropped, the starting sequence number on the new files,
+ * a racing append (re-based, both land), a racing position delete (that group
+ * fails, the delete stays effective), a racing equality delete (still applies
+ * to the rewritten rows), and the manifest merge. */
+#include "test.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include "base/mem.h"
+#include "format/parquet.h"
+#include "iceberg/append.h"
+#include "iceberg/manifest.h"
+#include "iceberg/metadata.h"
+#include "iceberg/rewrite.h"
+#include "iceberg/scan.h"
+#include "mem_table.h"
+
+#define SPEC_CAT "{\"spec-id\":0,\"fields\":[{\"source-id\":2,\"field-id\":1000,\"name\":\"cat\",\"transform\":\"identity\"}]}"
+#define SPEC_NONE "{\"spec-id\":0,\"fields\":[]}"
+
+/* One appender commit of rows first..first+n. */
+static int64_t append_rows(fl_table_ops_t *ops, int64_t first, int n, int ncat)
+{
+    char err[256];
+    fl_appender_t *a = NULL;
+    if (fl_append_open(&a, ops, NULL, err, sizeof err)) return -1;
+    fl_vec_t b;
+    fl_vec_init(&b, fl_append_schema(a));
+    fill(&b, first, n, ncat);
+    int64_t sid = -1;
+    if (fl_append_write(a, &b, err, sizeof err) || fl_append_commit(a, NULL, 0, &sid, err, sizeof err))
+        fprintf(stderr, "append: %s\n", err);
+    fl_vec_free(&b);
+    fl_append_free(a);
+    return sid;
+}
+
+static int64_t id_sum(int64_t from, int64_t to)
+{
+    int64_t s = 0;
+    for (int64_t i = from; i < to; i++) s += i;
+    return s;
+}
+
+static json_t *main_snap(mem_table_t *t)
+{
+    int64_t id = fl_iceberg_current_snapshot_id(t->md);
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(t->md, "snapshots"), i, s)
+        if (json_integer_value(json_object_get(s, "snapshot-id")) == id) return s;
+    return NULL;
+}
+
+static const char *summary(mem_table_t *t, const char *k)
+{
+    return json_string_value(json_object_get(json_object_get(main_snap(t), "summary"), k));
+}
+
+/* Live entries of the current snapshot: data files, delete files, and how many
+ * ADDED-by-the-current-snapshot data entries carry data sequence number seq. */
+static void live_entries(mem_table_t *t, size_t *data, size_t *dels, size_t *added_at_seq, int64_t seq,
+                         size_t *manifests)
+{
+    *data = *dels = *added_at_seq = *manifests = 0;
+    json_t *s = main_snap(t);
+    if (!s) return;
+    int64_t sid = json_integer_value(json_object_get(s, "snapshot-id"));
+    int i = find_obj(t, json_string_value(json_object_get(s, "manifest-list")));
+    if (i < 0) return;
+    fl_manifest_file_t *mfs;
+    size_t n;
+    char err[256];
+    if (fl_manifest_list_read(fl_slice(t->objs[i].data.ptr, t->objs[i].data.len), &mfs, &n, err, sizeof err)) return;
+    *manifests = n;
+    for (size_t m = 0; m < n; m++) {
+        int k = find_obj(t, mfs[m].manifest_path);
+        if (k < 0) continue;
+        fl_manifest_entry_t *en;
+        size_t ne;
+        if (fl_manifest_read(fl_slice(t->objs[k].data.ptr, t->objs[k].data.len), &mfs[m], &en, &ne, err, sizeof err)) continue;
+        for (size_t x = 0; x < ne; x++) {
+            if (en[x].status == 2) continue;
+            if (en[x].file.content) (*dels)++;
+            else (*data)++;
+            if (!en[x].file.content && en[x].status == 1 && en[x].snapshot_id == sid && en[x].sequence_number == seq)
+                (*added_at_seq)++;
+        }
+        fl_manifest_entries_free(en, ne);
+    }
+    fl_manifest_files_free(mfs, n);
+}
+
+static fl_err_t buf_sink(void *ctx, const void *p, size_t n) { return fl_buf_add(ctx, p, n); }
+
+/* Write a delete file and commit it (a row delta): content 1 = position
+ * deletes (paths[i], pos[i]), 2 = equality deletes on id (ids[i]). cat: the
+ * partition value for an identity(cat) spec, NULL for an unpartitioned one. */
+static int64_t commit_delete(mem_table_t *t, fl_table_ops_t *ops, int content, const char *cat, const char *const *paths,
+                             const int64_t *vals, size_t n)
+{
+    static int counter;
+    fl_field_t ds;
+    memset(&ds, 0, sizeof ds);
+    fl_field_set(&ds, 0, "table", true, FL_TYPE_STRUCT);
+    if (content == 1) {
+        fl_field_set(fl_field_add_child(&ds), 2147483546, "file_path", true, FL_TYPE_STRING);
+        fl_field_set(fl_field_add_child(&ds), 2147483545, "pos", true, FL_TYPE_LONG);
+    } else {
+        fl_field_set(fl_field_add_child(&ds), 1, "id", true, FL_TYPE_LONG);
+    }
+    fl_vec_t v;
+    fl_vec_init(&v, &ds);
+    for (size_t i = 0; i < n; i++) {
+        fl_vec_append_struct(&v);
+        if (content == 1) {
+            fl_vec_append_bytes(&v.children[0], paths[i], strlen(paths[i]));
+            fl_vec_append_i64(&v.children[1], vals[i]);
+        } else {
+            fl_vec_append_i64(&v.children[0], vals[i]);
+        }
+    }
+    fl_buf_t pq;
+    fl_buf_init(&pq, 0);
+    fl_pq_writer_t *w;
+    fl_pq_writer_open(&w, &ds, NULL, (fl_pq_sink_t){ buf_sink, &pq });
+    fl_pq_writer_write(w, &v);
+    fl_pq_writer_close(w, NULL);
+    fl_pq_writer_free(w);
+    char path[128];
+    snprintf(path, sizeof path, "mem://wh/t/data/delete-%d.parquet", counter++);
+    ops->put(ops->ctx, path, pq.ptr, pq.len);
+
+    fl_data_file_t df;
+    memset(&df, 0, sizeof df);
+    df.content = content;
+    df.file_path = fl_strdup(path);
+    df.file_format = fl_strdup("PARQUET");
+    df.record_count = (int64_t)n;
+    df.file_size_in_bytes = (int64_t)pq.len;
+    if (cat) {
+        fl_ice_value_t pv = { .kind = FL_ICE_STRING };
+        pv.u.bytes.ptr = (const unsigned char *)cat;
+        pv.u.bytes.len = strlen(cat);
+        fl_data_file_set_partition(&df, 0, &pv);
+    }
+    if (content == 2) {
+        df.equality_ids = fl_malloc(sizeof *df.equality_ids);
+        df.equality_ids[0] = 1;
+        df.n_equality_ids = 1;
+    }
+    fl_field_t schema;
+    fl_part_spec_t spec;
+    char err[256];
+    fl_schema_from_metadata(t->md, -1, &schema, NULL, err, sizeof err);
+    fl_part_spec_from_metadata(t->md, -1, &schema, &spec, err, sizeof err);
+    int64_t parent = fl_iceberg_current_snapshot_id(t->md);
+    int64_t seq = json_integer_value(json_object_get(t->md, "last-sequence-number")) + 1;
+    int64_t sid = 900000 + counter;
+    fl_manifest_writer_t mw;
+    memset(&mw, 0, sizeof mw);
+    fl_manifest_writer_open(&mw, 2, &schema, 0, &spec, 1, sid, FL_AVRO_CODEC_DEFLATE);
+    fl_manifest_entry_t me;
+    memset(&me, 0, sizeof me);
+    me.status = 1;
+    me.has_snapshot_id = true;
+    me.snapshot_id = sid;
+    me.file = df;
+    fl_manifest_writer_add(&mw, &me);
+    char mpath[128], lpath[128];
+    snprintf(mpath, sizeof mpath, "mem://wh/t/metadata/del-m%d.avro", counter);
+    snprintf(lpath, sizeof lpath, "mem://wh/t/metadata/snap-del-%d.avro", counter);
+    fl_buf_t mb, lb;
+    fl_buf_init(&mb, 0);
+    fl_buf_init(&lb, 0);
+    fl_manifest_file_t mf;
+    fl_manifest_writer_finish(&mw, mpath, seq, &mb, &mf);
+    ops->put(ops->ctx, mpath, mb.ptr, mb.len);
+    /* list: the delete manifest, then the parent's */
+    fl_manifest_file_t *pm = NULL;
+    size_t np = 0;
+    json_t *ps = main_snap(t);
+    int li = ps ? find_obj(t, json_string_value(json_object_get(ps, "manifest-list"))) : -1;
+    if (li >= 0) fl_manifest_list_read(fl_slice(t->objs[li].data.ptr, t->objs[li].data.len), &pm, &np, err, sizeof err);
+    fl_manifest_file_t *all = fl_calloc(np + 1, sizeof *all);
+    all[0] = mf;
+    if (np) memcpy(all + 1, pm, np * sizeof *pm);
+    fl_manifest_list_write(2, sid, parent, seq, all, np + 1, FL_AVRO_CODEC_DEFLATE, &lb);
+    ops->put(ops->ctx, lpath, lb.ptr, lb.len);
+    json_t *snap = json_pack("{s:I,s:I,s:I,s:s,s:{s:s},s:i}", "snapshot-id", (json_int_t)sid, "sequence-number",
+                             (json_int_t)seq, "timestamp-ms", (json_int_t)1700000000000, "manifest-list", lpath,
+                             "summary", "operation", "overwrite", "schema-id", 0);
+    if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+    json_t *upd = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap, "action",
+                            "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id", (json_int_t)sid);
+    json_t *newmd = NULL;
+    int status = 0;
+    json_t *reqs = json_array();
+    ops->commit(ops->ctx, reqs, upd, &newmd, &status, err, sizeof err);
+    json_decref(reqs);
+    json_decref(newmd);
+    json_decref(upd);
+    free(all);
+    fl_manifest_files_free(pm, np);
+    fl_manifest_file_free(&mf);
+    fl_manifest_writer_free(&mw);
+    fl_buf_free(&mb);
+    fl_buf_free(&lb);
+    fl_buf_free(&pq);
+    fl_data_file_free(&df);
+    fl_part_spec_free(&spec);
+    fl_field_free(&schema);
+    fl_vec_free(&v);
+    fl_field_free(&ds);
+    return status == 200 ? seq : -1;
+}
+
+/* The live data files of the current snapshot in the partition cat=c (NULL: any). */
+static size_t files_in(mem_table_t *t, fl_table_ops_t *ops, const char *cat, char **first)
+{
+    fl_scan_plan_t plan;
+    char err[256];
+    if (fl_scan_plan(ops, t->md, -1, &plan, err, sizeof err)) return 0;
+    size_t n = 0;
+    for (size_t i = 0; i < plan.n_files; i++) {
+        const fl_data_file_t *f = &plan.files[i];
+        if (cat && (f->n_partition < 1 || f->partition[0].kind != FL_ICE_STRING ||
+                    f->partition[0].u.bytes.len != strlen(cat) || memcmp(f->partition[0].u.bytes.ptr, cat, strlen(cat))))
+            continue;
+        if (first && !n) *first = fl_strdup(f->file_path);
+        n++;
+    }
+    fl_scan_plan_free(&plan);
+    return n;
+}
+
+FL_TEST(rewrite_binpack_per_partition_starting_seq)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_CAT);
+    for (int k = 0; k < 8; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    int64_t rows0, sum0;
+    size_t files0;
+    scan_all(t, &ops, &rows0, &sum0, &files0);
+    CHECK_EQ(rows0, 240);
+    CHECK_EQ(files0, 32); /* c0 c1 c2 + null, each commit */
+    char err[512] = "";
+    fl_rewrite_plan_t plan;
+    REQUIRE(fl_rewrite_plan(&ops, NULL, &plan, err, sizeof err) == FL_OK);
+    CHECK_EQ(plan.n_groups, 4);
+    CHECK_EQ(plan.sequence_number, 8);
+    for (size_t g = 0; g < plan.n_groups; g++) CHECK_EQ(plan.groups[g].n_files, 8);
+    fl_rewrite_plan_free(&plan);
+
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 4);
+    CHECK_EQ(r.files_in, 32);
+    CHECK_EQ(r.files_out, 4);
+    CHECK_EQ(r.records_in, 240);
+    CHECK_EQ(r.records_out, 240);
+    CHECK_EQ(r.commits, 1);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 240);
+    CHECK_EQ(sum, sum0);
+    CHECK_EQ(files, 4);
+    CHECK_STR(summary(t, "operation"), "replace");
+    CHECK_STR(summary(t, "added-data-files"), "4");
+    CHECK_STR(summary(t, "deleted-data-files"), "32");
+    CHECK_STR(summary(t, "total-data-files"), "4");
+    CHECK_STR(summary(t, "total-records"), "240");
+    /* the new files carry the starting snapshot's sequence number (8), not 9 */
+    CHECK_EQ(json_integer_value(json_object_get(main_snap(t), "sequence-number")), 9);
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 8, &mans);
+    CHECK_EQ(data, 4);
+    CHECK_EQ(at_start, 4);
+    /* nothing left worth doing */
+    REQUIRE(fl_rewrite_plan(&ops, NULL, &plan, err, sizeof err) == FL_OK);
+    CHECK_EQ(plan.n_groups, 0);
+    fl_rewrite_plan_free(&plan);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_binpack_bounded_groups)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_NONE);
+    for (int k = 0; k < 10; k++) REQUIRE(append_rows(&ops, k * 50, 50, 3) > 0);
+    fl_scan_plan_t sp;
+    char err[512] = "";
+    REQUIRE(fl_scan_plan(&ops, t->md, -1, &sp, err, sizeof err) == FL_OK);
+    int64_t fsz = 0;
+    for (size_t i = 0; i < sp.n_files; i++)
+        if (sp.files[i].file_size_in_bytes > fsz) fsz = sp.files[i].file_size_in_bytes;
+    fl_scan_plan_free(&sp);
+    /* a target of ~3.5 files: groups of 3 files (the last one 1 file: left alone) */
+    fl_rewrite_opts_t o = { .target_file_bytes = fsz * 7 / 2, .min_file_bytes = fsz * 2 };
+    fl_rewrite_plan_t plan;
+    REQUIRE(fl_rewrite_plan(&ops, &o, &plan, err, sizeof err) == FL_OK);
+    CHECK_EQ(plan.n_groups, 3);
+    for (size_t g = 0; g < plan.n_groups; g++) {
+        CHECK_EQ(plan.groups[g].n_files, 3);
+        CHECK(plan.groups[g].bytes <= o.target_file_bytes);
+    }
+    fl_rewrite_plan_free(&plan);
+    /* commits bounded to ~1 group each */
+    o.max_commit_bytes = fsz * 4;
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 3);
+    CHECK_EQ(r.commits, 3);
+    CHECK_EQ(r.files_in, 9);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 500);
+    CHECK_EQ(sum, id_sum(0, 500));
+    CHECK_EQ(files, 1 + r.files_out);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_old_spec_into_current)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_NONE);
+    REQUIRE(append_rows(&ops, 0, 60, 3) > 0);
+    /* evolve: partition by identity(cat) */
+    json_t *upd = json_loads("[{\"action\":\"add-spec\",\"spec\":{\"spec-id\":1,\"fields\":[{\"source-id\":2,"
+                             "\"field-id\":1000,\"name\":\"cat\",\"transform\":\"identity\"}]}},"
+                             "{\"action\":\"set-default-spec\",\"spec-id\":-1}]", 0, NULL);
+    json_t *newmd = NULL;
+    int st = 0;
+    char err[512] = "";
+    json_t *reqs = json_array();
+    ops.commit(ops.ctx, reqs, upd, &newmd, &st, err, sizeof err);
+    json_decref(reqs);
+    json_decref(upd);
+    json_decref(newmd);
+    REQUIRE(st == 200);
+    REQUIRE(append_rows(&ops, 60, 60, 3) > 0);
+    CHECK_EQ(files_in(t, &ops, NULL, NULL), 5);
+    fl_rewrite_plan_t plan;
+    REQUIRE(fl_rewrite_plan(&ops, NULL, &plan, err, sizeof err) == FL_OK);
+    /* the lone old-spec file is a group of its own; new-spec partitions hold one file each */
+    REQUIRE(plan.n_groups == 1);
+    CHECK_EQ(plan.groups[0].spec_id, 0);
+    CHECK_EQ(plan.groups[0].n_files, 1);
+    fl_rewrite_plan_free(&plan);
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.files_in, 1);
+    CHECK_EQ(r.files_out, 4); /* rows of the old file routed to c0 c1 c2 null */
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 120);
+    CHECK_EQ(sum, id_sum(0, 120));
+    CHECK_EQ(files_in(t, &ops, "c1", NULL), 2);
+    /* now every file is in spec 1 and two per partition: one more run packs them */
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.files_in, 8);
+    CHECK_EQ(files_in(t, &ops, NULL, NULL), 4);
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(sum, id_sum(0, 120));
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_applies_deletes_by_sequence_number)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_NONE);
+    REQUIRE(append_rows(&ops, 0, 100, 3) > 0);                       /* seq 1 */
+    REQUIRE(append_rows(&ops, 100, 100, 3) > 0);                     /* seq 2 */
+    char *f0 = NULL;
+    REQUIRE(files_in(t, &ops, NULL, &f0) == 2);
+    /* which file holds ids 0..99? the one whose id bounds say so: read it */
+    fl_scan_plan_t sp;
+    char err[512] = "";
+    REQUIRE(fl_scan_plan(&ops, t->md, -1, &sp, err, sizeof err) == FL_OK);
+    const char *first = NULL;
+    for (size_t i = 0; i < sp.n_files; i++)
+        for (size_t m = 0; m < sp.files[i].n_metrics; m++)
+            if (sp.files[i].metrics[m].field_id == 1 && sp.files[i].metrics[m].has_lower &&
+                sp.files[i].metrics[m].lower.ptr[0] == 0 && sp.files[i].metrics[m].lower.len == 8)
+                first = sp.files[i].file_path;
+    REQUIRE(first);
+    /* position deletes (seq 3): rows at 0 and 5 of the first file = ids 0 and 5 */
+    const char *paths[] = { first, first };
+    int64_t pos[] = { 0, 5 };
+    REQUIRE(commit_delete(t, &ops, 1, NULL, paths, pos, 2) == 3);
+    /* equality deletes (seq 4): ids 10, 150 */
+    int64_t ids[] = { 10, 150 };
+    REQUIRE(commit_delete(t, &ops, 2, NULL, NULL, ids, 2) == 4);
+    /* a later append (seq 5) with ids 10 and 150 again: the equality delete does not apply to it */
+    REQUIRE(append_rows(&ops, 10, 1, 3) > 0);
+    REQUIRE(append_rows(&ops, 150, 1, 3) > 0);
+    fl_scan_plan_free(&sp);
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 1);
+    CHECK_EQ(r.files_in, 4);
+    CHECK_EQ(r.files_out, 1);
+    CHECK_EQ(r.records_in, 202);
+    CHECK_EQ(r.records_out, 198);
+    CHECK_EQ(r.delete_files_applied, 2);
+    CHECK_EQ(r.delete_files_removed, 2);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 198);
+    CHECK_EQ(sum, id_sum(0, 200) - 0 - 5 - 10 - 150 + 10 + 150);
+    CHECK_EQ(files, 1);
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 6, &mans);
+    CHECK_EQ(dels, 0);
+    CHECK_EQ(at_start, 1);
+    CHECK_STR(summary(t, "removed-delete-files"), "2");
+    CHECK_STR(summary(t, "removed-position-delete-files"), "1");
+    CHECK_STR(summary(t, "removed-equality-delete-files"), "1");
+    free(f0);
+    mem_table_free(t);
+    free(t);
+}
+
+/* More equality delete files than any fixed table holds all apply to one data file (a
+ * fixed 8-slot table once read past its end and left the rest unapplied). */
+FL_TEST(rewrite_applies_many_equality_delete_files)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_NONE);
+    REQUIRE(append_rows(&ops, 0, 100, 3) > 0);
+    REQUIRE(append_rows(&ops, 100, 100, 3) > 0);
+    int64_t gone = 0;
+    for (int64_t i = 0; i < 12; i++) {
+        int64_t ids[] = { 3 + i * 11 };
+        gone += ids[0];
+        REQUIRE(commit_delete(t, &ops, 2, NULL, NULL, ids, 1) > 0);
+    }
+    char err[512] = "";
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 1);
+    CHECK_EQ(r.records_out, 200 - 12);
+    CHECK_EQ(r.delete_files_removed, 12);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 188);
+    CHECK_EQ(sum, id_sum(0, 200) - gone);
+    mem_table_free(t);
+    free(t);
+}
+
+/* before_commit hooks: a racing writer */
+typedef struct race {
+    mem_table_t *t;
+    fl_table_ops_t *ops;
+    int kind;                   /* 1 append, 2 position delete on c0's file, 3 equality delete */
+    char *victim;
+    int64_t seq;
+} race_t;
+
+static void race_hook(void *ctx)
+{
+    race_t *r = ctx;
+    if (r->kind == 1) {
+        r->seq = append_rows(r->ops, 1000, 30, 3);
+    } else if (r->kind == 2) {
+        const char *paths[] = { r->victim };
+        int64_t pos[] = { 1 };
+        r->seq = commit_delete(r->t, r->ops, 1, "c0", paths, pos, 1);
+    } else {
+        int64_t ids[] = { 4 };   /* id 4: cat c1 */
+        r->seq = commit_delete(r->t, r->ops, 2, "c1", NULL, ids, 1);
+    }
+}
+
+FL_TEST(rewrite_racing_append_rebased)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_CAT);
+    for (int k = 0; k < 4; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    race_t race = { t, &ops, 1, NULL, 0 };
+    fl_rewrite_opts_t o = { .before_commit = race_hook, .before_commit_ctx = &race };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK(race.seq > 0);
+    CHECK_EQ(t->conflicts, 1);
+    CHECK_EQ(r.commit_attempts, 2);
+    CHECK_EQ(r.groups_committed, 4);
+    CHECK_EQ(r.groups_failed, 0);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 150);
+    CHECK_EQ(sum, id_sum(0, 120) + id_sum(1000, 1030));
+    CHECK_EQ(files, 4 + 4); /* 4 compacted + the racing append's 4 */
+    /* the replace's parent is the racing append; new files still carry seq 4 (the start) */
+    CHECK_STR(summary(t, "operation"), "replace");
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 4, &mans);
+    CHECK_EQ(at_start, 4);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_racing_position_delete_fails_group)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_CAT);
+    for (int k = 0; k < 4; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    race_t race = { t, &ops, 2, NULL, 0 };
+    REQUIRE(files_in(t, &ops, "c0", &race.victim) == 4);
+    fl_rewrite_opts_t o = { .before_commit = race_hook, .before_commit_ctx = &race };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK(race.seq > 0);
+    CHECK_EQ(r.groups_failed, 1);
+    CHECK_EQ(r.groups_committed, 3);
+    CHECK(strstr(r.last_failure, "delete file added concurrently") != NULL);
+    /* c0 untouched: its 4 files live (the victim among them), the delete live */
+    CHECK_EQ(files_in(t, &ops, "c0", NULL), 4);
+    CHECK_EQ(files_in(t, &ops, "c1", NULL), 1);
+    CHECK(find_obj(t, race.victim) >= 0);
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 4, &mans);
+    CHECK_EQ(dels, 1);
+    CHECK_EQ(data, 4 + 3);
+    /* no orphan output of the failed group: the only files under c0 are the 4 inputs */
+    CHECK_EQ(live_objs(t, "data/cat=c0/"), 4);
+    /* a later run picks c0 up and applies the delete */
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 1);
+    CHECK_EQ(r.records_out, r.records_in - 1);
+    CHECK_EQ(r.delete_files_removed, 1);
+    free(race.victim);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_racing_equality_delete_still_applies)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_CAT);
+    for (int k = 0; k < 4; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    race_t race = { t, &ops, 3, NULL, 0 };
+    fl_rewrite_opts_t o = { .before_commit = race_hook, .before_commit_ctx = &race };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(race.seq, 5);
+    CHECK_EQ(r.groups_committed, 4);
+    CHECK_EQ(r.groups_failed, 0);
+    /* the rewritten c1 file has data seq 4 < 5: the equality delete still applies;
+     * it stays, and the next run applies and drops it */
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 4, &mans);
+    CHECK_EQ(dels, 1);
+    CHECK_EQ(at_start, 4);
+    REQUIRE(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 1);
+    CHECK_EQ(r.delete_files_removed, 1);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 119);
+    CHECK_EQ(sum, id_sum(0, 120) - 4);
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_merges_small_manifests)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_spec(t, &ops, SPEC_CAT);
+    for (int k = 0; k < 10; k++) REQUIRE(append_rows(&ops, k * 10, 10, 3) > 0);
+    size_t data, dels, at_start, mans;
+    live_entries(t, &data, &dels, &at_start, 0, &mans);
+    CHECK_EQ(mans, 10);
+    size_t data0 = data;
+    fl_rewrite_opts_t o = { .skip_data = true, .merge_manifests_min = 4 };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.manifests_replaced, 10);
+    CHECK_EQ(r.manifests_created, 1);
+    live_entries(t, &data, &dels, &at_start, 0, &mans);
+    CHECK_EQ(mans, 1);
+    CHECK_EQ(data, data0);
+    CHECK_STR(summary(t, "operation"), "replace");
+    CHECK_STR(summary(t, "manifests-replaced"), "10");
+    CHECK_STR(summary(t, "total-records"), "100");
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 100);
+    CHECK_EQ(sum, id_sum(0, 100));
+    /* under the threshold: nothing */
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.commits, 0);
+    mem_table_free(t);
+    free(t);
+}
