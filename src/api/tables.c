@@ -201,21 +201,6 @@ static const char *qget(const treq_t *t, const char *name)
     return fl_query_get(&t->q, name);
 }
 
-static fl_err_t decode(const char *p, size_t n, bool plus_space, size_t cap, char **out)
-{
-    fl_buf_t b;
-    fl_buf_init(&b, cap);
-    fl_err_t e = fl_uri_decode(fl_slice(p, n), plus_space, &b);
-    if (!e && !b.ptr) e = fl_buf_add(&b, "", 0);
-    if (!e && memchr(b.ptr, 0, b.len)) e = FL_ERR_INVALID;
-    if (e) {
-        fl_buf_free(&b);
-        return e;
-    }
-    *out = fl_buf_steal(&b);
-    return FL_OK;
-}
-
 /* The request body as a JSON object (borrowed; {} when there is none). NULL after a 400. */
 static json_t *body(treq_t *t)
 {
@@ -1866,7 +1851,7 @@ void fl_tables_handle(fl_api_req_t *r)
     }
     fl_http_set_op(r->c, hit->op);
     for (int i = 0; i < ncap; i++) {
-        if (decode(caps[i].ptr, caps[i].len, false, FL_HTTP_MAX_TARGET_BYTES, &t.cap[i]) != FL_OK) {
+        if (fl_query_decode(caps[i].ptr, caps[i].len, false, FL_HTTP_MAX_TARGET_BYTES, &t.cap[i]) != FL_OK) {
             fail(&t, "BadRequestException", "The request path is not valid.");
             goto out;
         }

@@ -4,11 +4,11 @@
 #include <string.h>
 #include "base/buf.h"
 
-static fl_err_t decode(const char *p, size_t n, size_t cap, char **out)
+fl_err_t fl_query_decode(const char *p, size_t n, bool plus_space, size_t cap, char **out)
 {
     fl_buf_t b;
     fl_buf_init(&b, cap);
-    fl_err_t e = fl_uri_decode(fl_slice(p, n), true, &b);
+    fl_err_t e = fl_uri_decode(fl_slice(p, n), plus_space, &b);
     if (!e && !b.ptr) e = fl_buf_add(&b, "", 0);
     if (!e && memchr(b.ptr, 0, b.len)) e = FL_ERR_INVALID;
     if (e) {
@@ -32,8 +32,9 @@ fl_err_t fl_query_parse(const char *q, size_t len, fl_query_t *out)
             const char *eq = memchr(p, '=', (size_t)(seg_end - p));
             char *n = NULL, *v = NULL;
             if (out->n < FL_QUERY_MAX_PARAMS &&
-                !(e = decode(p, (size_t)((eq ? eq : seg_end) - p), FL_QUERY_MAX_NAME_BYTES, &n)))
-                e = decode(eq ? eq + 1 : seg_end, eq ? (size_t)(seg_end - eq - 1) : 0, FL_HTTP_MAX_TARGET_BYTES, &v);
+                !(e = fl_query_decode(p, (size_t)((eq ? eq : seg_end) - p), true, FL_QUERY_MAX_NAME_BYTES, &n)))
+                e = fl_query_decode(eq ? eq + 1 : seg_end, eq ? (size_t)(seg_end - eq - 1) : 0, true,
+                                    FL_HTTP_MAX_TARGET_BYTES, &v);
             if (e) {
                 free(n);
                 fl_query_free(out);
