@@ -127,6 +127,17 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         front_error(&r, rest, 400, "BadRequestException", "Streaming payloads are not accepted here.");
         goto out;
     }
+    /* A body must be covered by the signature: UNSIGNED-PAYLOAD (an S3-only mode) and
+     * presigned URLs sign no body, so anyone holding one could send any JSON with it. */
+    if (signed_req && !body_signed && auth.payload_mode != FL_PAYLOAD_SHA256 &&
+        (req->content_length > 0 || req->chunked)) {
+        fl_http_set_op(c, "Unauthenticated");
+        fl_http_close_after(c);
+        front_error(&r, rest, rest ? 401 : 403, rest ? "NotAuthorizedException" : "ForbiddenException",
+                    "A request body must be signed: send its SHA-256 in x-amz-content-sha256 (no "
+                    "UNSIGNED-PAYLOAD or presigned URLs with a body here).");
+        goto out;
+    }
     if (req->content_length > FL_CATALOG_MAX_BODY) {
         fl_http_set_op(c, "Invalid");
         fl_http_close_after(c);

@@ -340,3 +340,36 @@ def test_catalog_signed_body_still_verified(floe, s3t):
     assert r.status_code == 200, r.text
     s3t.delete_namespace(tableBucketARN=arn, namespace="a")
     s3t.delete_table_bucket(tableBucketARN=arn)
+
+
+def test_catalog_refuses_bodies_no_signature_covers(floe, s3t):
+    """UNSIGNED-PAYLOAD and presigned URLs sign no body: on the catalog port a body sent with
+    them could be anything the holder likes (a bucket, a commit, a registered table)."""
+    url = "http://127.0.0.1:%d/buckets" % floe.catalog_port
+    name = unique_tb_name("unsig")
+    body = json.dumps({"name": name}).encode()
+    req = AWSRequest(method="PUT", url=url, data=b'{"name": "intended"}',
+                     headers={"Content-Type": "application/json", "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3tables", REGION).add_auth(req)
+    r = requests.put(url, data=body, headers=dict(req.headers.items()), timeout=10)
+    assert r.status_code == 403 and r.headers.get("x-amzn-ErrorType", "").startswith("Forbidden"), r.text
+    # a presigned URL (signed headers: host) with a body of the holder's choosing
+    pre = AWSRequest(method="PUT", url=url)
+    from botocore.auth import SigV4QueryAuth
+    SigV4QueryAuth(Credentials(ACCESS_KEY, SECRET_KEY), "s3tables", REGION, expires=300).add_auth(pre)
+    r = requests.put(pre.url, data=body, headers={"Content-Type": "application/json"}, timeout=10)
+    assert r.status_code == 403, r.text
+    names = [b["name"] for b in s3t.list_table_buckets()["tableBuckets"]]
+    assert name not in names
+    # REST answers in its own shape
+    rurl = "http://127.0.0.1:%d/iceberg/v1/config" % floe.catalog_port
+    req = AWSRequest(method="POST", url=rurl, data=b"{}",
+                     headers={"Content-Type": "application/json", "x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3tables", REGION).add_auth(req)
+    r = requests.post(rurl, data=b'{"x": 1}', headers=dict(req.headers.items()), timeout=10)
+    assert r.status_code == 401 and r.json()["error"]["type"] == "NotAuthorizedException", r.text
+    # a bodiless request may still be sent UNSIGNED-PAYLOAD (nothing to tamper with)
+    req = AWSRequest(method="GET", url=url, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD"})
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET_KEY), "s3tables", REGION).add_auth(req)
+    r = requests.get(url, headers=dict(req.headers.items()), timeout=10)
+    assert r.status_code == 200, r.text
