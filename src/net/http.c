@@ -1040,6 +1040,10 @@ static bool head_end_seen(const fl_http_conn_t *c, size_t *scanned)
     size_t n = c->rend - c->rstart;
     size_t i = *scanned > 2 ? *scanned - 2 : 0;
     *scanned = n;
+    /* empty lines before the request line are skipped by the parser: they end nothing */
+    size_t lead = 0;
+    while (lead < n && (b[lead] == '\r' || b[lead] == '\n')) lead++;
+    if (i < lead) i = lead;
     while (i < n) {
         const char *nl = memchr(b + i, '\n', n - i);
         if (!nl) return false;
