@@ -1172,6 +1172,57 @@ static void op_get_table_maintenance_job_status(treq_t *t)
     reply(t, 200, o);
 }
 
+/* floe extension: the scheduler's run records of a table (maintenance_runs), newest first.
+ * GET /tables/{arn}/{ns}/{name}/maintenance-job-history[?maxRuns=N][&continuationToken=ID]
+ * -> {tableARN, runs: [{runId, type, status, startTime, endTime, node, filesIn, bytesIn,
+ * filesOut, bytesOut, snapshotsRemoved, objectsRemoved, commits, message?}], continuationToken?}
+ * (docs/catalog.md). */
+static void op_get_table_maintenance_job_history(treq_t *t)
+{
+    fl_table_t tb;
+    int max;
+    if (!load_table_path(t, NULL, &tb) || !page_size(t, "maxRuns", &max)) return;
+    int64_t before = 0;
+    const char *tok = qget(t, "continuationToken");
+    if (tok) {
+        char *end;
+        long long v = strtoll(tok, &end, 10);
+        if (!*tok || *end || v < 1) return fail(t, "BadRequestException", "The continuation token is not valid.");
+        before = v;
+    }
+    fl_maint_run_t *runs = NULL;
+    size_t n = 0;
+    if (fl_catalog_maint_runs(t->cat, tb.arn, before, max, &runs, &n) != FL_OK)
+        return fail(t, "InternalServerErrorException", "The maintenance history could not be read.");
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const fl_maint_run_t *r = &runs[i];
+        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "type", r->type,
+                              "status", r->status, "node", r->owner, "filesIn", (json_int_t)r->files_in,
+                              "bytesIn", (json_int_t)r->bytes_in, "filesOut", (json_int_t)r->files_out,
+                              "bytesOut", (json_int_t)r->bytes_out, "snapshotsRemoved",
+                              (json_int_t)r->snapshots_removed, "objectsRemoved", (json_int_t)r->objects_removed,
+                              "commits", (json_int_t)r->commits);
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)r->id);
+        jset_str(o, "runId", id);
+        jset_time(o, "startTime", r->start_ms);
+        jset_time(o, "endTime", r->end_ms);
+        if (r->message[0]) jset_str(o, "message", r->message);
+        json_array_append_new(arr, o);
+    }
+    json_t *o = json_object();
+    jset_str(o, "tableARN", tb.arn);
+    json_object_set_new(o, "runs", arr);
+    if (n == (size_t)max && n > 0) {
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)runs[n - 1].id);
+        jset_str(o, "continuationToken", id);
+    }
+    free(runs);
+    reply(t, 200, o);
+}
+
 /* ------------------------------------------------------------------ */
 /* namespaces                                                          */
 
@@ -1746,6 +1797,8 @@ static const route_t routes[] = {
     { "GET", "/tables" T "/encryption", op_get_table_encryption, "GetTableEncryption" },
     { "PUT", "/tables" T "/maintenance/{type}", op_put_table_maintenance, "PutTableMaintenanceConfiguration" },
     { "GET", "/tables" T "/maintenance", op_get_table_maintenance, "GetTableMaintenanceConfiguration" },
+    { "GET", "/tables" T "/maintenance-job-history", op_get_table_maintenance_job_history,
+      "GetTableMaintenanceJobHistory" }, /* floe extension */
     { "GET", "/tables" T "/maintenance-job-status", op_get_table_maintenance_job_status,
       "GetTableMaintenanceJobStatus" },
     { "GET", "/tables" T "/storage-class", op_get_table_storage_class, "GetTableStorageClass" },
