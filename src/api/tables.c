@@ -21,6 +21,7 @@
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
 #include "api/tables.h"
+#include "catalog/maintcfg.h"
 #include "catalog/tablesvc.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -583,56 +584,7 @@ out:
 /* ------------------------------------------------------------------ */
 /* maintenance configuration (tables as source: types, settings, defaults, ranges) */
 
-typedef struct mtype {
-    const char *name;
-    bool bucket_level; /* PutTableBucketMaintenanceConfiguration vs PutTableMaintenanceConfiguration */
-} mtype_t;
-
-static const mtype_t mtypes[] = {
-    { "icebergCompaction", false },
-    { "icebergSnapshotManagement", false },
-    { "icebergUnreferencedFileRemoval", true },
-};
-
-static const char *const compaction_strategies[] = { "auto", "binpack", "sort", "z-order", NULL };
-
-typedef struct msetting {
-    const char *type, *field;
-    int64_t lo, hi, def;               /* integer settings */
-    const char *const *choices;        /* string settings: allowed values, NULL = integer */
-    const char *def_choice;
-} msetting_t;
-
-/* S3 Tables' documented ranges and defaults. */
-static const msetting_t msettings[] = {
-    { "icebergCompaction", "targetFileSizeMB", 64, 512, 512, NULL, NULL },
-    { "icebergCompaction", "strategy", 0, 0, 0, compaction_strategies, "auto" },
-    { "icebergSnapshotManagement", "minSnapshotsToKeep", 1, INT32_MAX, 1, NULL, NULL },
-    { "icebergSnapshotManagement", "maxSnapshotAgeHours", 1, INT32_MAX, 120, NULL, NULL },
-    { "icebergUnreferencedFileRemoval", "unreferencedDays", 1, INT32_MAX, 3, NULL, NULL },
-    { "icebergUnreferencedFileRemoval", "nonCurrentDays", 1, INT32_MAX, 10, NULL, NULL },
-};
-
-static const char *const maint_statuses[] = { "enabled", "disabled", NULL };
-
-static const mtype_t *mtype_find(const char *name, bool bucket_level)
-{
-    for (size_t i = 0; i < sizeof mtypes / sizeof mtypes[0]; i++)
-        if (!strcmp(mtypes[i].name, name) && mtypes[i].bucket_level == bucket_level) return &mtypes[i];
-    return NULL;
-}
-
-static json_t *maint_default(const char *type)
-{
-    json_t *s = json_object();
-    for (size_t i = 0; i < sizeof msettings / sizeof msettings[0]; i++) {
-        const msetting_t *m = &msettings[i];
-        if (strcmp(m->type, type)) continue;
-        if (m->choices) json_object_set_new(s, m->field, json_string(m->def_choice));
-        else json_object_set_new(s, m->field, json_integer(m->def));
-    }
-    return json_pack("{s:s, s:{s:o}}", "status", "enabled", "settings", type, s);
-}
+/* The types, settings and defaults are catalog/maintcfg.h's (the scheduler reads them too). */
 
 /* Validates a maintenance value for type and returns it complete (defaults filled in); NULL
  * after a 400. */
@@ -642,7 +594,7 @@ static json_t *maint_parse(treq_t *t, const char *type, json_t *value)
     json_t *settings, *mine = NULL;
     if (!get_str(t, value, "status", false, 1, 16, &status) || !get_obj(t, value, "settings", false, &settings))
         return NULL;
-    if (status && !in_list(status, maint_statuses)) {
+    if (status && !in_list(status, fl_maintcfg_statuses)) {
         fail(t, "BadRequestException", "The maintenance status '%s' is not valid: use enabled or disabled.", status);
         return NULL;
     }
@@ -658,16 +610,14 @@ static json_t *maint_parse(treq_t *t, const char *type, json_t *value)
         }
         if (!get_obj(t, settings, type, false, &mine)) return NULL;
     }
-    json_t *out = maint_default(type);
+    json_t *out = fl_maintcfg_default(type);
     json_t *dst = json_object_get(json_object_get(out, "settings"), type);
     if (status) json_object_set_new(out, "status", json_string(status));
     if (mine) {
         const char *k;
         json_t *v;
         json_object_foreach(mine, k, v) {
-            const msetting_t *m = NULL;
-            for (size_t i = 0; i < sizeof msettings / sizeof msettings[0] && !m; i++)
-                if (!strcmp(msettings[i].type, type) && !strcmp(msettings[i].field, k)) m = &msettings[i];
+            const fl_maintcfg_setting_t *m = fl_maintcfg_setting(type, k);
             if (!m) {
                 fail(t, "BadRequestException", "Unknown %s setting '%s'.", type, k);
                 goto bad;
@@ -700,14 +650,9 @@ static json_t *maint_get(treq_t *t, const char *arn, const char *type)
     json_t *j = doc_get(t, arn, kind);
     if (json_is_object(j)) return j;
     json_decref(j);
-    return maint_default(type);
+    return fl_maintcfg_default(type);
 }
 
-static bool maint_enabled(json_t *value)
-{
-    const char *s = json_string_value(json_object_get(value, "status"));
-    return !s || strcmp(s, "disabled") != 0;
-}
 
 /* ------------------------------------------------------------------ */
 /* pagination                                                          */
@@ -1117,7 +1062,7 @@ static void op_put_bucket_maintenance(treq_t *t)
     fl_tbucket_t b;
     json_t *in, *value, *n;
     if (!load_bucket(t, t->cap[0], &b)) return;
-    if (!mtype_find(t->cap[1], true))
+    if (!fl_maintcfg_type(t->cap[1], true))
         return fail(t, "BadRequestException", "The maintenance type '%s' is not valid for a table bucket: use "
                     "icebergUnreferencedFileRemoval.", t->cap[1]);
     if (!(in = body(t)) || !get_obj(t, in, "value", true, &value) || !(n = maint_parse(t, t->cap[1], value))) return;
@@ -1132,8 +1077,10 @@ static void op_get_bucket_maintenance(treq_t *t)
     fl_tbucket_t b;
     if (!load_bucket(t, t->cap[0], &b)) return;
     json_t *conf = json_object();
-    for (size_t i = 0; i < sizeof mtypes / sizeof mtypes[0]; i++)
-        if (mtypes[i].bucket_level) json_object_set_new(conf, mtypes[i].name, maint_get(t, b.arn, mtypes[i].name));
+    for (size_t i = 0; i < fl_maintcfg_n_types; i++) {
+        const char *type = fl_maintcfg_types[i].name;
+        if (fl_maintcfg_types[i].bucket_level) json_object_set_new(conf, type, maint_get(t, b.arn, type));
+    }
     json_t *o = json_object();
     jset_str(o, "tableBucketARN", b.arn);
     json_object_set_new(o, "configuration", conf);
@@ -1145,7 +1092,7 @@ static void op_put_table_maintenance(treq_t *t)
     fl_table_t tb;
     json_t *in, *value, *n;
     if (!load_table_path(t, NULL, &tb)) return;
-    if (!mtype_find(t->cap[3], false))
+    if (!fl_maintcfg_type(t->cap[3], false))
         return fail(t, "BadRequestException", "The maintenance type '%s' is not valid for a table: use "
                     "icebergCompaction or icebergSnapshotManagement.", t->cap[3]);
     if (!(in = body(t)) || !get_obj(t, in, "value", true, &value) || !(n = maint_parse(t, t->cap[3], value))) return;
@@ -1160,47 +1107,104 @@ static void op_get_table_maintenance(treq_t *t)
     fl_table_t tb;
     if (!load_table_path(t, NULL, &tb)) return;
     json_t *conf = json_object();
-    for (size_t i = 0; i < sizeof mtypes / sizeof mtypes[0]; i++)
-        if (!mtypes[i].bucket_level) json_object_set_new(conf, mtypes[i].name, maint_get(t, tb.arn, mtypes[i].name));
+    for (size_t i = 0; i < fl_maintcfg_n_types; i++) {
+        const char *type = fl_maintcfg_types[i].name;
+        if (!fl_maintcfg_types[i].bucket_level) json_object_set_new(conf, type, maint_get(t, tb.arn, type));
+    }
     json_t *o = json_object();
     jset_str(o, "tableARN", tb.arn);
     json_object_set_new(o, "configuration", conf);
     reply(t, 200, o);
 }
 
-/* Job status per type: the scheduler's record ("maintenance-job:{type}" on the table ARN:
- * {status, lastRunTimestamp?, failureMessage?}) when there is one, else Disabled or Not_Yet_Run. */
+/* Job status per type, as S3 Tables reports it: Disabled while the job's configuration (on the
+ * table, or on the bucket for bucket-level types) is disabled; else the scheduler's record of
+ * its last run ("maintenance-job:{type}" on the table ARN, written by maint/sched.c with the run
+ * row: {status Successful|Failed|Disabled, lastRunTimestamp ms, failureMessage?}); else
+ * Not_Yet_Run. lastRunTimestamp is kept beside Disabled when a run happened before. */
 static void op_get_table_maintenance_job_status(treq_t *t)
 {
     fl_tbucket_t b;
     fl_table_t tb;
     if (!load_table_path(t, &b, &tb)) return;
     json_t *st = json_object();
-    for (size_t i = 0; i < sizeof mtypes / sizeof mtypes[0]; i++) {
-        const char *type = mtypes[i].name;
+    for (size_t i = 0; i < fl_maintcfg_n_types; i++) {
+        const char *type = fl_maintcfg_types[i].name;
         char kind[96];
         snprintf(kind, sizeof kind, "maintenance-job:%s", type);
         json_t *job = doc_get(t, tb.arn, kind);
-        if (json_is_object(job) && json_is_string(json_object_get(job, "status"))) {
-            json_t *v = json_object();
-            json_object_set(v, "status", json_object_get(job, "status"));
+        json_t *conf = maint_get(t, fl_maintcfg_types[i].bucket_level ? b.arn : tb.arn, type);
+        bool ran = json_is_object(job) && json_is_string(json_object_get(job, "status"));
+        json_t *v = json_object();
+        if (!fl_maintcfg_enabled(conf)) jset_str(v, "status", "Disabled");
+        else if (ran) json_object_set(v, "status", json_object_get(job, "status"));
+        else jset_str(v, "status", "Not_Yet_Run");
+        if (ran) {
             json_t *ts = json_object_get(job, "lastRunTimestamp");
             if (json_is_string(ts)) json_object_set(v, "lastRunTimestamp", ts);
             else if (json_is_integer(ts)) jset_time(v, "lastRunTimestamp", json_integer_value(ts));
             json_t *fm = json_object_get(job, "failureMessage");
-            if (json_is_string(fm)) json_object_set(v, "failureMessage", fm);
-            json_object_set_new(st, type, v);
-        } else {
-            json_t *conf = maint_get(t, mtypes[i].bucket_level ? b.arn : tb.arn, type);
-            const char *s = maint_enabled(conf) ? "Not_Yet_Run" : "Disabled";
-            json_object_set_new(st, type, json_pack("{s:s}", "status", s));
-            json_decref(conf);
+            if (fl_maintcfg_enabled(conf) && json_is_string(fm) && *json_string_value(fm))
+                json_object_set(v, "failureMessage", fm);
         }
+        json_object_set_new(st, type, v);
+        json_decref(conf);
         json_decref(job);
     }
     json_t *o = json_object();
     jset_str(o, "tableARN", tb.arn);
     json_object_set_new(o, "status", st);
+    reply(t, 200, o);
+}
+
+/* floe extension: the scheduler's run records of a table (maintenance_runs), newest first.
+ * GET /tables/{arn}/{ns}/{name}/maintenance-job-history[?maxRuns=N][&continuationToken=ID]
+ * -> {tableARN, runs: [{runId, type, status, startTime, endTime, node, filesIn, bytesIn,
+ * filesOut, bytesOut, snapshotsRemoved, objectsRemoved, commits, message?}], continuationToken?}
+ * (docs/catalog.md). */
+static void op_get_table_maintenance_job_history(treq_t *t)
+{
+    fl_table_t tb;
+    int max;
+    if (!load_table_path(t, NULL, &tb) || !page_size(t, "maxRuns", &max)) return;
+    int64_t before = 0;
+    const char *tok = qget(t, "continuationToken");
+    if (tok) {
+        char *end;
+        long long v = strtoll(tok, &end, 10);
+        if (!*tok || *end || v < 1) return fail(t, "BadRequestException", "The continuation token is not valid.");
+        before = v;
+    }
+    fl_maint_run_t *runs = NULL;
+    size_t n = 0;
+    if (fl_catalog_maint_runs(t->cat, tb.arn, before, max, &runs, &n) != FL_OK)
+        return fail(t, "InternalServerErrorException", "The maintenance history could not be read.");
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++) {
+        const fl_maint_run_t *r = &runs[i];
+        json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "type", r->type,
+                              "status", r->status, "node", r->owner, "filesIn", (json_int_t)r->files_in,
+                              "bytesIn", (json_int_t)r->bytes_in, "filesOut", (json_int_t)r->files_out,
+                              "bytesOut", (json_int_t)r->bytes_out, "snapshotsRemoved",
+                              (json_int_t)r->snapshots_removed, "objectsRemoved", (json_int_t)r->objects_removed,
+                              "commits", (json_int_t)r->commits);
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)r->id);
+        jset_str(o, "runId", id);
+        jset_time(o, "startTime", r->start_ms);
+        jset_time(o, "endTime", r->end_ms);
+        if (r->message[0]) jset_str(o, "message", r->message);
+        json_array_append_new(arr, o);
+    }
+    json_t *o = json_object();
+    jset_str(o, "tableARN", tb.arn);
+    json_object_set_new(o, "runs", arr);
+    if (n == (size_t)max && n > 0) {
+        char id[24];
+        snprintf(id, sizeof id, "%lld", (long long)runs[n - 1].id);
+        jset_str(o, "continuationToken", id);
+    }
+    free(runs);
     reply(t, 200, o);
 }
 
@@ -1778,6 +1782,8 @@ static const route_t routes[] = {
     { "GET", "/tables" T "/encryption", op_get_table_encryption, "GetTableEncryption" },
     { "PUT", "/tables" T "/maintenance/{type}", op_put_table_maintenance, "PutTableMaintenanceConfiguration" },
     { "GET", "/tables" T "/maintenance", op_get_table_maintenance, "GetTableMaintenanceConfiguration" },
+    { "GET", "/tables" T "/maintenance-job-history", op_get_table_maintenance_job_history,
+      "GetTableMaintenanceJobHistory" }, /* floe extension */
     { "GET", "/tables" T "/maintenance-job-status", op_get_table_maintenance_job_status,
       "GetTableMaintenanceJobStatus" },
     { "GET", "/tables" T "/storage-class", op_get_table_storage_class, "GetTableStorageClass" },

@@ -1,6 +1,10 @@
 /* floe maintenance run NS.TABLE --job JOB: runs a table maintenance job now, from the client
  * side through the table's REST catalog and its storage (the same iceberg/ code the
  * scheduler inside `floe serve` runs in-process).
+ * floe maintenance status|history NS.TABLE: what the server's scheduler did, read from the
+ * S3 Tables API of the catalog's server (GetTableMaintenanceJobStatus, as `aws s3tables
+ * get-table-maintenance-job-status` shows it; floe's GetTableMaintenanceJobHistory extension,
+ * docs/catalog.md), signed with the catalog options' keys.
  *
  *   floe maintenance run NS.TABLE --job compaction|snapshots|all [--as-of TIMESTAMP]
  *        [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]
@@ -19,6 +23,7 @@
 #include "cli/cli.h"
 #include "iceberg/expire.h"
 #include "iceberg/rewrite.h"
+#include "net/httpc.h"
 
 #define PROG "floe maintenance"
 
@@ -106,10 +111,14 @@ static const struct {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: floe maintenance run NAMESPACE.TABLE --job JOB [--as-of TIMESTAMP]\n"
+    fprintf(f, "usage: floe maintenance status NAMESPACE.TABLE [--output text|json] [catalog options]\n"
+               "       floe maintenance history NAMESPACE.TABLE [--max-runs N] [--output text|json] [catalog options]\n"
+               "       floe maintenance run NAMESPACE.TABLE --job JOB [--as-of TIMESTAMP]\n"
                "           [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]\n"
                "           [--output text|json] [catalog options]\n\n"
-               "Runs a table maintenance job now through the table's REST catalog.\n"
+               "status: the job status floe serve reports (GetTableMaintenanceJobStatus);\n"
+               "history: the runs its maintenance scheduler recorded, newest first;\n"
+               "run: runs a table maintenance job now through the table's REST catalog.\n"
                "  --job JOB        ");
     for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) fprintf(f, "%s|", jobs[i].name);
     fprintf(f, "all\n"
@@ -294,6 +303,133 @@ out:
     return rc;
 }
 
+/* ---- status and history: the server's record, through the S3 Tables API ---- */
+
+/* GET {catalog base}/tables/{warehouse}/{ns}/{name}/{what}[?query], signed; *out the JSON body. */
+static int tables_get(const fl_catalog_opts_t *co, const char *table, const char *what, const char *query,
+                      json_t **out)
+{
+    *out = NULL;
+    const char *dot = strchr(table, '.');
+    if (!dot || dot == table || !dot[1]) {
+        fprintf(stderr, PROG ": '%s' is not NAMESPACE.TABLE\n", table);
+        return 2;
+    }
+    if (!co->warehouse) {
+        fprintf(stderr, PROG ": --warehouse (the table bucket ARN) is needed\n");
+        return 2;
+    }
+    if (!co->akid || !co->secret) {
+        fprintf(stderr, PROG ": the S3 Tables API wants keys (FLOE_ACCESS_KEY_ID / FLOE_SECRET_ACCESS_KEY)\n");
+        return 2;
+    }
+    /* the S3 Tables API sits beside the REST catalog: the catalog URI without "/iceberg" */
+    fl_buf_t url, resp;
+    fl_buf_init(&url, 0);
+    fl_buf_init(&resp, 16 * 1024 * 1024);
+    size_t base = strlen(co->uri);
+    while (base && co->uri[base - 1] == '/') base--;
+    if (base >= 8 && !strncmp(co->uri + base - 8, "/iceberg", 8)) base -= 8;
+    fl_buf_add(&url, co->uri, base);
+    fl_buf_adds(&url, "/tables/");
+    fl_uri_encode(fl_slice_cstr(co->warehouse), false, &url);
+    fl_buf_addc(&url, '/');
+    fl_uri_encode(fl_slice(table, (size_t)(dot - table)), false, &url);
+    fl_buf_addc(&url, '/');
+    fl_uri_encode(fl_slice_cstr(dot + 1), false, &url);
+    fl_buf_printf(&url, "/%s", what);
+    fl_httpc_sigv4_t sig = { .akid = co->akid, .secret = co->secret, .session_token = co->session_token,
+                             .region = co->region ? co->region : "us-east-1",
+                             .service = co->signing_name ? co->signing_name : "s3tables" };
+    fl_httpc_req_t hr = { .method = "GET", .url = url.ptr, .query = query, .body_fd = -1, .sigv4 = &sig,
+                          .idempotent = true, .resp = &resp };
+    fl_httpc_cfg_t hc = { .timeout_ms = 60000 };
+    fl_httpc_t *client = fl_httpc_new(&hc);
+    fl_httpc_resp_t hresp;
+    fl_remote_error_t rerr;
+    memset(&rerr, 0, sizeof rerr);
+    fl_err_t e = fl_httpc_do(client, &hr, &hresp, &rerr);
+    fl_httpc_free(client);
+    int rc = 1;
+    if (e) fprintf(stderr, PROG ": %s: %s\n", url.ptr, rerr.message);
+    else if (hresp.status >= 300) fprintf(stderr, PROG ": %s: HTTP %ld: %s\n", what, hresp.status, rerr.message);
+    else if (!(*out = json_loadb(resp.ptr ? resp.ptr : "", resp.len, 0, NULL)))
+        fprintf(stderr, PROG ": %s: the answer is not JSON\n", what);
+    else rc = 0;
+    fl_buf_free(&url);
+    fl_buf_free(&resp);
+    return rc;
+}
+
+static int cmd_record(int argc, char **argv, bool history)
+{
+    fl_catalog_opts_t co;
+    fl_catalog_opts_init(&co);
+    const char *table = NULL, *max = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        int r = fl_catalog_opts_arg(&co, PROG, argc, argv, &i);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
+        if ((!strcmp(a, "--output") || (history && !strcmp(a, "--max-runs"))) && i + 1 < argc) {
+            if (!strcmp(a, "--max-runs")) max = argv[++i];
+            else if (!strcmp(argv[++i], "json")) json = true;
+            else if (strcmp(argv[i], "text")) { fprintf(stderr, PROG ": --output must be text or json\n"); return 2; }
+        } else if (a[0] == '-' || table) {
+            fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
+            return 2;
+        } else {
+            table = a;
+        }
+    }
+    if (!table) { usage(stderr); return 2; }
+    char query[64] = "";
+    if (max) {
+        char *end;
+        long v = strtol(max, &end, 10);
+        if (*end || v < 1 || v > 1000) { fprintf(stderr, PROG ": --max-runs wants 1-1000\n"); return 2; }
+        snprintf(query, sizeof query, "maxRuns=%ld", v);
+    }
+    json_t *doc = NULL;
+    int rc = tables_get(&co, table, history ? "maintenance-job-history" : "maintenance-job-status",
+                        query[0] ? query : NULL, &doc);
+    if (rc) return rc;
+    if (json) {
+        char *s = json_dumps(doc, JSON_INDENT(2));
+        if (s) printf("%s\n", s);
+        free(s);
+    } else if (!history) {
+        const char *type;
+        json_t *v;
+        json_object_foreach(json_object_get(doc, "status"), type, v) {
+            printf("%-32s %-12s", type, json_string_value(json_object_get(v, "status")));
+            json_t *ts = json_object_get(v, "lastRunTimestamp");
+            if (json_is_string(ts)) printf(" last run %s", json_string_value(ts));
+            json_t *fm = json_object_get(v, "failureMessage");
+            if (json_is_string(fm)) printf(" (%s)", json_string_value(fm));
+            printf("\n");
+        }
+    } else {
+        size_t i;
+        json_t *r;
+        printf("%-24s %-30s %-10s %8s %8s %6s %8s  %s\n", "start", "type", "status", "files in", "out", "snaps",
+               "objects", "message");
+        json_array_foreach(json_object_get(doc, "runs"), i, r) {
+#define I(k) (long long)json_integer_value(json_object_get(r, k))
+            const char *msg = json_string_value(json_object_get(r, "message"));
+            printf("%-24s %-30s %-10s %8lld %8lld %6lld %8lld  %s\n",
+                   json_string_value(json_object_get(r, "startTime")), json_string_value(json_object_get(r, "type")),
+                   json_string_value(json_object_get(r, "status")), I("filesIn"), I("filesOut"),
+                   I("snapshotsRemoved"), I("objectsRemoved"), msg ? msg : "");
+#undef I
+        }
+    }
+    json_decref(doc);
+    return 0;
+}
+
 int fl_cmd_maintenance(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -301,6 +437,8 @@ int fl_cmd_maintenance(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 1, argv + 1);
-    fprintf(stderr, PROG ": unknown subcommand '%s' (status and history come with the server-side scheduler)\n", argv[1]);
+    if (!strcmp(argv[1], "status")) return cmd_record(argc - 1, argv + 1, false);
+    if (!strcmp(argv[1], "history")) return cmd_record(argc - 1, argv + 1, true);
+    fprintf(stderr, PROG ": unknown subcommand '%s'\n", argv[1]);
     return 2;
 }

@@ -4,6 +4,7 @@
 #include "api/catalog.h"
 #include "api/s3.h"
 #include "catalog/tablesvc.h"
+#include "maint/sched.h"
 #include "auth/keys.h"
 #include "base/log.h"
 #include "base/mem.h"
@@ -25,7 +26,7 @@
 
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
-       OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT__COUNT };
+       OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT__COUNT };
 
 /* The configuration keys: flag name (also the config-file key), environment
  * variable, default, help. */
@@ -47,6 +48,8 @@ static const struct {
     [OPT_PUBLIC_S3] = { "public-s3-endpoint", "FLOE_PUBLIC_S3_ENDPOINT", "", "data-plane URL handed to catalog clients (default: http://S3-LISTEN)", false },
     [OPT_CONFIG] = { "config", "FLOE_CONFIG", "", "config file: 'key value' lines with the flag names as keys", false },
     [OPT_INSECURE_KEY_FILE] = { "allow-insecure-key-file", "FLOE_ALLOW_INSECURE_KEY_FILE", "false", "use DATA-DIR/root-key even if group or others can access it (else: refuse to start)", true },
+    [OPT_MAINT_INTERVAL] = { "maintenance-interval", "FLOE_MAINTENANCE_INTERVAL", "60", "seconds between maintenance passes over every table (0: no automatic maintenance)", false },
+    [OPT_MAINT_THREADS] = { "maintenance-threads", "FLOE_MAINTENANCE_THREADS", "1", "maintenance jobs run at once (1-16)", false },
 };
 
 static void usage(FILE *f)
@@ -164,6 +167,7 @@ int fl_cmd_serve(int argc, char **argv)
     fl_store_t *store = NULL;
     fl_catalog_t *cat = NULL;
     fl_tablesvc_t *svc = NULL;
+    fl_maint_t *maint = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
     const char *dir = vals[OPT_DATA_DIR];
     char objdir[4096];
@@ -224,6 +228,16 @@ int fl_cmd_serve(int argc, char **argv)
     catsrv = fl_http_server_start(&cs);
     if (!catsrv) goto out;
     fl_tablesvc_sweep(svc, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
+    char *end;
+    double interval_s = strtod(vals[OPT_MAINT_INTERVAL], &end);
+    long threads = strtol(vals[OPT_MAINT_THREADS], NULL, 10);
+    if (*end || interval_s < 0 || interval_s > 86400 * 365 || threads < 1 || threads > FL_MAINT_MAX_THREADS) {
+        fl_error("--maintenance-interval wants seconds (0 = off) and --maintenance-threads 1-%d", FL_MAINT_MAX_THREADS);
+        goto out;
+    }
+    fl_maint_cfg_t mcfg = { .svc = svc, .interval_ms = (int64_t)(interval_s * 1000), .threads = (int)threads };
+    maint = fl_maint_new(&mcfg);
+    if (fl_maint_start(maint)) goto out;
 
     if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
     printf("floe serve\n");
@@ -232,6 +246,10 @@ int fl_cmd_serve(int argc, char **argv)
     printf("  S3 Tables API   http://%s (port %d)\n", vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv));
     printf("  Iceberg REST    http://%s/iceberg\n", vals[OPT_CATALOG_LISTEN]);
     printf("  region          %s\n", vals[OPT_REGION]);
+    if (mcfg.interval_ms > 0)
+        printf("  maintenance     every %gs, %ld thread%s\n", interval_s, threads, threads == 1 ? "" : "s");
+    else
+        printf("  maintenance     off\n");
     printf("  root access key %s\n", keys.akid);
     if (generated)
         printf("  root secret     %s  (generated now; kept in %s/root-key, mode 0600)\n", keys.secret, dir);
@@ -255,6 +273,9 @@ int fl_cmd_serve(int argc, char **argv)
     }
     rc = 0;
 out:
+    /* maintenance first: running jobs stop at their next step, before the
+     * listeners and the service they commit through go away */
+    fl_maint_free(maint);
     if (catsrv) fl_http_server_stop(catsrv, 10000);
     if (s3srv) fl_http_server_stop(s3srv, 10000);
     fl_tablesvc_close(svc);

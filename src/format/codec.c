@@ -1,11 +1,24 @@
 /* Parquet page codecs over zlib, libzstd, snappy-c and liblz4. */
 #include "format/codec.h"
 #include <lz4.h>
+#include <pthread.h>
 #include <snappy-c.h>
 #include <string.h>
 #include <strings.h>
 #include <zlib.h>
 #include <zstd.h>
+
+/* zstd contexts are kept per thread and freed when the thread exits (threads
+ * that come and go, e.g. maintenance workers, must not leak them). */
+static pthread_key_t cctx_key, dctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+static void free_cctx(void *p) { ZSTD_freeCCtx(p); }
+static void free_dctx(void *p) { ZSTD_freeDCtx(p); }
+static void ctx_keys(void)
+{
+    pthread_key_create(&cctx_key, free_cctx);
+    pthread_key_create(&dctx_key, free_dctx);
+}
 
 fl_err_t fl_codec_parse(const char *name, fl_codec_t *out)
 {
@@ -43,7 +56,11 @@ fl_err_t fl_codec_compress(fl_codec_t c, int level, const void *p, size_t n, fl_
         bound = ZSTD_compressBound(n);
         if ((e = fl_buf_reserve(out, bound))) return e;
         static __thread ZSTD_CCtx *cctx;
-        if (!cctx && !(cctx = ZSTD_createCCtx())) return FL_ERR_NOMEM;
+        if (!cctx) {
+            if (!(cctx = ZSTD_createCCtx())) return FL_ERR_NOMEM;
+            pthread_once(&ctx_once, ctx_keys);
+            pthread_setspecific(cctx_key, cctx);
+        }
         size_t r = ZSTD_compressCCtx(cctx, out->ptr + out->len, bound, p, n, level ? level : 3);
         if (ZSTD_isError(r)) return FL_ERR_INVALID;
         out->len += r;
@@ -122,7 +139,11 @@ fl_err_t fl_codec_decompress(fl_codec_t c, const void *p, size_t n, void *dst, s
         return FL_OK;
     case FL_CODEC_ZSTD: {
         static __thread ZSTD_DCtx *dctx;
-        if (!dctx && !(dctx = ZSTD_createDCtx())) return FL_ERR_NOMEM;
+        if (!dctx) {
+            if (!(dctx = ZSTD_createDCtx())) return FL_ERR_NOMEM;
+            pthread_once(&ctx_once, ctx_keys);
+            pthread_setspecific(dctx_key, dctx);
+        }
         size_t r = ZSTD_decompressDCtx(dctx, dst, raw_len, p, n);
         return !ZSTD_isError(r) && r == raw_len ? FL_OK : FL_ERR_INVALID;
     }

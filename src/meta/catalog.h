@@ -142,4 +142,48 @@ fl_err_t fl_catalog_doc_delete(fl_catalog_t *c, const char *arn, const char *kin
 fl_err_t fl_catalog_doc_list(fl_catalog_t *c, const char *arn, const char *kind_prefix,
                              char ***kinds, char ***jsons, size_t *n);
 
+/* ---- maintenance: job leases and run records ----
+ * One lease row per table (maintenance_jobs, keyed by table ARN), so that at
+ * most one job runs on a table at a time across every node sharing the
+ * catalog store. A claim takes the row when it is free (no owner) or its lease
+ * has expired (a crashed or stuck node), in one transaction; the holder
+ * extends it with heartbeats and frees it when the job ends. Every run is one
+ * row of maintenance_runs (newest FL_MAINT_RUNS_KEPT per table are kept).
+ * Both go with the table's row when it is deleted. */
+#define FL_MAINT_RUNS_KEPT 200
+
+/* Claims arn's lease for owner running job type until now_ms + lease_ms.
+ * FL_OK: claimed; FL_ERR_CONFLICT: an unexpired lease is held, by another
+ * owner or by this one for another job (or the store was busy: try later). */
+fl_err_t fl_catalog_maint_claim(fl_catalog_t *c, const char *arn, const char *type, const char *owner,
+                                int64_t now_ms, int64_t lease_ms);
+/* Extends owner's lease to now_ms + lease_ms. FL_ERR_NOT_FOUND: owner no
+ * longer holds it (it expired and another claimed it): stop the job. */
+fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
+                                    int64_t lease_ms);
+/* Frees the lease if owner holds it (else nothing happens). */
+fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner);
+
+typedef struct fl_maint_run {
+    int64_t id;                        /* filled by fl_catalog_maint_run_add */
+    char table_arn[FL_ARN_MAX];
+    char type[40];                     /* icebergCompaction, icebergSnapshotManagement, ... */
+    char owner[128];                   /* the node that ran it */
+    int64_t start_ms, end_ms;
+    char status[16];                   /* Successful, Failed, Disabled, Cancelled */
+    int64_t files_in, bytes_in, files_out, bytes_out;   /* compaction: data files rewritten */
+    int64_t snapshots_removed, objects_removed;         /* expiry, file removal */
+    int64_t commits;
+    char message[512];                 /* failure message, or a note ("" when none) */
+} fl_maint_run_t;
+
+/* Records a finished run (fills r->id) and, when job_doc is not NULL, writes
+ * it as the table's "maintenance-job:{type}" document (what
+ * GetTableMaintenanceJobStatus reads), in one transaction. */
+fl_err_t fl_catalog_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc);
+/* arn's runs, newest first, with id < before_id (0 = from the newest), at
+ * most max (1..1000). *out malloc'd (free()). */
+fl_err_t fl_catalog_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
+                               fl_maint_run_t **out, size_t *n);
+
 #endif

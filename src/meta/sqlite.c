@@ -10,6 +10,8 @@
  *       one table for tables and views, so a name is unique across both kinds;
  *       arn UNIQUE (lookups by ARN)
  *   docs(arn, kind, json) PK(arn, kind)   policies, maintenance, tags, ...
+ *   maintenance_jobs(table_arn PK, type, owner, lease_until_ms, ...)   one lease per table
+ *   maintenance_runs(id, table_arn, type, start/end, status, counts, message)
  *
  * Connections, transactions, migrations and the error convention (busy is
  * FL_ERR_CONFLICT: nothing was written) are base/sqlite.h's; a read is one
@@ -57,6 +59,16 @@ static const char *const migrations[] = {
     "  PRIMARY KEY(arn, kind)) STRICT, WITHOUT ROWID;",
     /* 1 -> 2: a warehouse belongs to one table, whichever table bucket it is in */
     "CREATE UNIQUE INDEX tables_warehouse ON tables(warehouse);",
+    /* 2 -> 3: maintenance leases (one per table) and run records */
+    "CREATE TABLE maintenance_jobs(table_arn TEXT PRIMARY KEY, type TEXT NOT NULL, owner TEXT NOT NULL,"
+    "  claimed_ms INTEGER NOT NULL, heartbeat_ms INTEGER NOT NULL, lease_until_ms INTEGER NOT NULL)"
+    "  STRICT, WITHOUT ROWID;"
+    "CREATE TABLE maintenance_runs(id INTEGER PRIMARY KEY AUTOINCREMENT, table_arn TEXT NOT NULL,"
+    "  type TEXT NOT NULL, owner TEXT NOT NULL, start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,"
+    "  status TEXT NOT NULL, files_in INTEGER NOT NULL, bytes_in INTEGER NOT NULL,"
+    "  files_out INTEGER NOT NULL, bytes_out INTEGER NOT NULL, snapshots_removed INTEGER NOT NULL,"
+    "  objects_removed INTEGER NOT NULL, commits INTEGER NOT NULL, message TEXT NOT NULL) STRICT;"
+    "CREATE INDEX maintenance_runs_table ON maintenance_runs(table_arn, id);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -73,6 +85,7 @@ enum {
     ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
     ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
     ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
+    ST_M_CLAIM, ST_M_BEAT, ST_M_FREE, ST_M_DEL_ARN, ST_R_INS, ST_R_PRUNE, ST_R_LIST, ST_R_DEL_ARN,
     ST_COUNT
 };
 
@@ -130,6 +143,25 @@ static const char *const st_sql[ST_COUNT] = {
     [ST_D_DEL_ARN] = "DELETE FROM docs WHERE arn = ?1",
     [ST_D_LIST] = "SELECT kind, json FROM docs WHERE arn = ?1 AND kind >= ?5 AND kind < ?6"
                   " ORDER BY kind",
+    /* ?1 arn, ?2 type, ?3 owner, ?4 now, ?5 lease until */
+    [ST_M_CLAIM] = "INSERT INTO maintenance_jobs(table_arn, type, owner, claimed_ms, heartbeat_ms, lease_until_ms)"
+                   " VALUES(?1, ?2, ?3, ?4, ?4, ?5) ON CONFLICT(table_arn) DO UPDATE SET type = excluded.type,"
+                   " owner = excluded.owner, claimed_ms = excluded.claimed_ms, heartbeat_ms = excluded.heartbeat_ms,"
+                   " lease_until_ms = excluded.lease_until_ms WHERE maintenance_jobs.owner = ''"
+                   " OR maintenance_jobs.lease_until_ms <= excluded.claimed_ms",
+    [ST_M_BEAT] = "UPDATE maintenance_jobs SET heartbeat_ms = ?4, lease_until_ms = ?5"
+                  " WHERE table_arn = ?1 AND owner = ?3",
+    [ST_M_FREE] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE table_arn = ?1 AND owner = ?3",
+    [ST_M_DEL_ARN] = "DELETE FROM maintenance_jobs WHERE table_arn = ?1",
+    [ST_R_INS] = "INSERT INTO maintenance_runs(table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in,"
+                 " files_out, bytes_out, snapshots_removed, objects_removed, commits, message)"
+                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+    [ST_R_PRUNE] = "DELETE FROM maintenance_runs WHERE table_arn = ?1 AND id < (SELECT id FROM maintenance_runs"
+                   " WHERE table_arn = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+    [ST_R_LIST] = "SELECT id, table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in, files_out,"
+                  " bytes_out, snapshots_removed, objects_removed, commits, message FROM maintenance_runs"
+                  " WHERE table_arn = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
+    [ST_R_DEL_ARN] = "DELETE FROM maintenance_runs WHERE table_arn = ?1",
 };
 
 typedef fl_sqlite_conn_t fl_conn_t;
@@ -722,7 +754,13 @@ fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char
     if ((err = fl_sqlite_done(k, st, "table delete"))) goto out;
     st = k->st[ST_D_DEL_ARN];
     fl_sqlite_bind_str(st, 1, arn);
-    err = fl_sqlite_done(k, st, "table docs delete");
+    if ((err = fl_sqlite_done(k, st, "table docs delete"))) goto out;
+    st = k->st[ST_M_DEL_ARN];
+    fl_sqlite_bind_str(st, 1, arn);
+    if ((err = fl_sqlite_done(k, st, "table lease delete"))) goto out;
+    st = k->st[ST_R_DEL_ARN];
+    fl_sqlite_bind_str(st, 1, arn);
+    err = fl_sqlite_done(k, st, "table runs delete");
 out:
     err = fl_sqlite_end(c->db, k, err);
     fl_sqlite_put(c->db, k);
@@ -816,4 +854,132 @@ out:
     free(ks);
     free(js);
     return err;
+}
+
+/* ---- maintenance leases and runs ---- */
+
+static fl_err_t lease_write(fl_catalog_t *c, int which, const char *arn, const char *type, const char *owner,
+                            int64_t now_ms, int64_t until_ms, const char *what)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[which];
+    fl_sqlite_bind_str(st, 1, arn);
+    if (which == ST_M_CLAIM) fl_sqlite_bind_str(st, 2, type);
+    fl_sqlite_bind_str(st, 3, owner);
+    if (which != ST_M_FREE) {
+        sqlite3_bind_int64(st, 4, now_ms);
+        sqlite3_bind_int64(st, 5, until_ms);
+    }
+    if ((err = fl_sqlite_done(k, st, what))) goto out;
+    if (sqlite3_changes(k->db) == 0 && which != ST_M_FREE)
+        err = which == ST_M_CLAIM ? FL_ERR_CONFLICT : FL_ERR_NOT_FOUND;
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+fl_err_t fl_catalog_maint_claim(fl_catalog_t *c, const char *arn, const char *type, const char *owner,
+                                int64_t now_ms, int64_t lease_ms)
+{
+    if (!owner || !*owner) return FL_ERR_INVALID;
+    return lease_write(c, ST_M_CLAIM, arn, type, owner, now_ms, now_ms + lease_ms, "maintenance claim");
+}
+
+fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
+                                    int64_t lease_ms)
+{
+    return lease_write(c, ST_M_BEAT, arn, NULL, owner, now_ms, now_ms + lease_ms, "maintenance heartbeat");
+}
+
+fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner)
+{
+    return lease_write(c, ST_M_FREE, arn, NULL, owner, 0, 0, "maintenance release");
+}
+
+fl_err_t fl_catalog_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[ST_R_INS];
+    fl_sqlite_bind_str(st, 1, r->table_arn);
+    fl_sqlite_bind_str(st, 2, r->type);
+    fl_sqlite_bind_str(st, 3, r->owner);
+    sqlite3_bind_int64(st, 4, r->start_ms);
+    sqlite3_bind_int64(st, 5, r->end_ms);
+    fl_sqlite_bind_str(st, 6, r->status);
+    const int64_t nums[] = { r->files_in, r->bytes_in, r->files_out, r->bytes_out, r->snapshots_removed,
+                             r->objects_removed, r->commits };
+    for (int i = 0; i < 7; i++) sqlite3_bind_int64(st, 7 + i, nums[i]);
+    fl_sqlite_bind_str(st, 14, r->message);
+    if ((err = fl_sqlite_done(k, st, "maintenance run insert"))) goto out;
+    r->id = sqlite3_last_insert_rowid(k->db);
+    st = k->st[ST_R_PRUNE];
+    fl_sqlite_bind_str(st, 1, r->table_arn);
+    sqlite3_bind_int(st, 2, FL_MAINT_RUNS_KEPT - 1);
+    if ((err = fl_sqlite_done(k, st, "maintenance run prune"))) goto out;
+    if (job_doc) {
+        char kind[96];
+        snprintf(kind, sizeof kind, "maintenance-job:%s", r->type);
+        st = k->st[ST_D_PUT];
+        fl_sqlite_bind_str(st, 1, r->table_arn);
+        fl_sqlite_bind_str(st, 2, kind);
+        fl_sqlite_bind_str(st, 3, job_doc);
+        err = fl_sqlite_done(k, st, "maintenance job status");
+    }
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+fl_err_t fl_catalog_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
+                               fl_maint_run_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (max < 1 || max > 1000) return FL_ERR_INVALID;
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_R_LIST];
+    fl_sqlite_bind_str(st, 1, arn);
+    sqlite3_bind_int64(st, 2, before_id > 0 ? before_id : INT64_MAX);
+    sqlite3_bind_int(st, 3, max);
+    fl_maint_run_t *v = fl_calloc((size_t)max, sizeof *v);
+    size_t cnt = 0;
+    fl_err_t err = FL_OK;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && cnt < (size_t)max) {
+        fl_maint_run_t *r = &v[cnt++];
+        r->id = sqlite3_column_int64(st, 0);
+        fl_sqlite_col_copy(st, 1, r->table_arn, sizeof r->table_arn);
+        fl_sqlite_col_copy(st, 2, r->type, sizeof r->type);
+        fl_sqlite_col_copy(st, 3, r->owner, sizeof r->owner);
+        r->start_ms = sqlite3_column_int64(st, 4);
+        r->end_ms = sqlite3_column_int64(st, 5);
+        fl_sqlite_col_copy(st, 6, r->status, sizeof r->status);
+        r->files_in = sqlite3_column_int64(st, 7);
+        r->bytes_in = sqlite3_column_int64(st, 8);
+        r->files_out = sqlite3_column_int64(st, 9);
+        r->bytes_out = sqlite3_column_int64(st, 10);
+        r->snapshots_removed = sqlite3_column_int64(st, 11);
+        r->objects_removed = sqlite3_column_int64(st, 12);
+        r->commits = sqlite3_column_int64(st, 13);
+        fl_sqlite_col_copy(st, 14, r->message, sizeof r->message);
+    }
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) err = fl_sqlite_err(k, rc, "maintenance runs");
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    if (err) {
+        free(v);
+        return err;
+    }
+    *out = v;
+    *n = cnt;
+    return FL_OK;
 }

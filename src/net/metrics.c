@@ -49,6 +49,27 @@ struct fl_metrics {
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static fl_metrics_t *reg_head;
+static struct { fl_metrics_source_fn fn; void *arg; } sources[FL_METRICS_MAX_SOURCES];
+
+void fl_metrics_add_source(fl_metrics_source_fn fn, void *arg)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < FL_METRICS_MAX_SOURCES; i++)
+        if (!sources[i].fn) {
+            sources[i].fn = fn;
+            sources[i].arg = arg;
+            break;
+        }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+void fl_metrics_remove_source(fl_metrics_source_fn fn, void *arg)
+{
+    pthread_mutex_lock(&reg_mu);
+    for (int i = 0; i < FL_METRICS_MAX_SOURCES; i++)
+        if (sources[i].fn == fn && sources[i].arg == arg) sources[i].fn = NULL, sources[i].arg = NULL;
+    pthread_mutex_unlock(&reg_mu);
+}
 
 fl_metrics_t *fl_metrics_new(const char *server)
 {
@@ -252,6 +273,8 @@ fl_err_t fl_metrics_render(fl_buf_t *out)
             if (!e) e = fl_buf_printf(out, "} %lld\n", v);
         }
     }
+    for (int i = 0; i < FL_METRICS_MAX_SOURCES && !e; i++)
+        if (sources[i].fn) e = sources[i].fn(sources[i].arg, out);
     pthread_mutex_unlock(&reg_mu);
     return e;
 }

@@ -30,7 +30,18 @@ void fl_metrics_conn_add(fl_metrics_t *m, int delta);
 void fl_metrics_conn_state(fl_metrics_t *m, int parked, int active);
 /* Counts an idle connection closed to make room for a newcomer. Any thread. */
 void fl_metrics_conn_evicted(fl_metrics_t *m);
-/* Appends the text exposition of every registered server to out. Any thread. */
+/* Appends the text exposition of every registered server to out, then of
+ * every registered source. Any thread. */
 fl_err_t fl_metrics_render(fl_buf_t *out);
+
+/* Other metric families on the same /metrics (e.g. the maintenance scheduler,
+ * whose module sits above net/): fn appends its families to out; it runs
+ * under the registry lock and must not call back into this module. Add and
+ * remove from any thread; remove before arg goes away. At most
+ * FL_METRICS_MAX_SOURCES at once (more are ignored). */
+#define FL_METRICS_MAX_SOURCES 8
+typedef fl_err_t (*fl_metrics_source_fn)(void *arg, fl_buf_t *out);
+void fl_metrics_add_source(fl_metrics_source_fn fn, void *arg);
+void fl_metrics_remove_source(fl_metrics_source_fn fn, void *arg);
 
 #endif

@@ -73,6 +73,10 @@ class FloeServer:
                 "--s3-listen", "127.0.0.1:%d" % self.s3_port,
                 "--catalog-listen", "127.0.0.1:%d" % self.catalog_port,
                 "--region", REGION] + self.extra_args
+        if not any(a.startswith("--maintenance-interval") for a in self.extra_args):
+            # the scheduler would compact other tests' tables under them: off
+            # unless a test asks for it (test_maint_server.py)
+            args += ["--maintenance-interval", "0"]
         self.stopped_at = None
         self.returncode = None
         with open(self.stderr_path, "ab") as err, open(self.stdout_path, "ab") as out:

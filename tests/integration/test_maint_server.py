@@ -1,0 +1,228 @@
+"""Automatic maintenance inside `floe serve` (src/maint/): a server started with
+--maintenance-interval 1 keeps tables healthy on its own.
+  - a table with many small appends (floe append and PyIceberg) is compacted by the server within
+    a bounded time once icebergCompaction is enabled, PyIceberg reading the same rows throughout;
+  - GetTableMaintenanceJobStatus (boto3 s3tables, as `aws s3tables
+    get-table-maintenance-job-status`) shows Not_Yet_Run, then Successful with a lastRunTimestamp;
+    disabling icebergCompaction with PutTableMaintenanceConfiguration makes it Disabled and no
+    further compaction happens;
+  - a writer appending (floe append) while the server compacts never sees a failed commit and
+    every row is there exactly once;
+  - `floe maintenance status|history` show the server's record; /metrics counts the runs;
+  - SIGTERM stops the server cleanly with the scheduler running."""
+import datetime as dt
+import json
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from rest_fixtures import load_rest_catalog, s3tables_client, unique
+from test_append_scan import floe_cli
+
+pa = pytest.importorskip("pyarrow")
+from pyiceberg.partitioning import PartitionField, PartitionSpec  # noqa: E402
+from pyiceberg.schema import Schema  # noqa: E402
+from pyiceberg.transforms import IdentityTransform  # noqa: E402
+from pyiceberg.types import LongType, NestedField, StringType  # noqa: E402
+
+SCHEMA = Schema(
+    NestedField(1, "id", LongType(), required=True),
+    NestedField(2, "cat", StringType(), required=False),
+)
+SPEC = PartitionSpec(PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="cat"))
+CATS = ["a", "b", "c"]
+ARROW = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("cat", pa.string())])
+WAIT_S = 60
+
+
+def rows(first, n):
+    return [{"id": i, "cat": CATS[i % 3]} for i in range(first, first + n)]
+
+
+def floe_append(srv, arn, ident, first, n):
+    data = "".join(json.dumps(r) + "\n" for r in rows(first, n))
+    floe_cli(srv, arn, "append", ident, "--file", "-", stdin=data)
+
+
+def ids(t):
+    return sorted(r["id"] for r in t.scan().to_arrow().select(["id"]).to_pylist())
+
+
+def files_per_partition(t):
+    n = {}
+    for task in t.scan().plan_files():
+        k = task.file.partition[0]
+        n[k] = n.get(k, 0) + 1
+    return n
+
+
+def set_compaction(s3t, arn, ns, name, status):
+    s3t.put_table_maintenance_configuration(
+        tableBucketARN=arn, namespace=ns, name=name, type="icebergCompaction",
+        value={"status": status, "settings": {"icebergCompaction": {"targetFileSizeMB": 64, "strategy": "binpack"}}})
+
+
+def job_status(s3t, arn, ns, name):
+    return s3t.get_table_maintenance_job_status(tableBucketARN=arn, namespace=ns, name=name)["status"]
+
+
+def metrics(srv):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % srv.catalog_port, timeout=10) as r:
+        return r.read().decode()
+
+
+def metric(text, name, **labels):
+    want = ",".join('%s="%s"' % kv for kv in labels.items())
+    line = "%s{%s} " % (name, want) if labels else name + " "
+    for ln in text.splitlines():
+        if ln.startswith(line):
+            return float(ln.split()[-1])
+    return None
+
+
+@pytest.fixture
+def maint_server(floe_factory):
+    return floe_factory(extra_args=["--maintenance-interval", "1"])
+
+
+@pytest.fixture
+def setup(maint_server):
+    srv = maint_server
+    s3t = s3tables_client(srv)
+    arn = s3t.create_table_bucket(name="maint-%s" % unique("b").replace("_", "-"))["arn"]
+    cat = load_rest_catalog(srv, arn)
+    ns = unique("m")
+    cat.create_namespace(ns)
+    cat.create_table("%s.ev" % ns, schema=SCHEMA, partition_spec=SPEC)
+    return srv, s3t, arn, cat, ns
+
+
+def wait_for(pred, what, timeout=WAIT_S):
+    end = time.time() + timeout
+    while time.time() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.25)
+    pytest.fail("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def test_server_compacts_on_its_own_and_reports(setup):
+    srv, s3t, arn, cat, ns = setup
+    ident = "%s.ev" % ns
+    # small appends while compaction is disabled: nothing is rewritten
+    set_compaction(s3t, arn, ns, "ev", "disabled")
+    assert job_status(s3t, arn, ns, "ev")["icebergCompaction"] == {"status": "Disabled"}
+    for k in range(5):
+        floe_append(srv, arn, ident, k * 30, 30)
+    for k in range(5, 8):
+        cat.load_table(ident).append(pa.Table.from_pylist(rows(k * 30, 30), schema=ARROW))
+    t = cat.load_table(ident)
+    before = ids(t)
+    assert before == list(range(240))
+    assert files_per_partition(t) == {"a": 8, "b": 8, "c": 8}
+    time.sleep(3)  # three passes
+    t = cat.load_table(ident)
+    assert files_per_partition(t) == {"a": 8, "b": 8, "c": 8}
+    assert all(s.summary.operation.value == "append" for s in t.metadata.snapshots)
+
+    # enabled: the server compacts by itself, PyIceberg reads the same rows throughout
+    set_compaction(s3t, arn, ns, "ev", "enabled")
+    assert job_status(s3t, arn, ns, "ev")["icebergCompaction"] == {"status": "Not_Yet_Run"}
+    t0 = dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=2)
+
+    def compacted():
+        t = cat.load_table(ident)
+        assert ids(t) == before
+        return files_per_partition(t) == {"a": 1, "b": 1, "c": 1}
+    wait_for(compacted, "the server's compaction")
+    t = cat.load_table(ident)
+    last = t.metadata.snapshots[-1]
+    assert last.summary.operation.value == "replace"
+    assert last.summary["deleted-data-files"] == "24" and last.summary["total-records"] == "240"
+    st = wait_for(lambda: (lambda s: s if s["icebergCompaction"]["status"] == "Successful" else None)(
+        job_status(s3t, arn, ns, "ev")), "status Successful")
+    c = st["icebergCompaction"]
+    assert set(c) == {"status", "lastRunTimestamp"}, c
+    assert t0 <= c["lastRunTimestamp"] <= dt.datetime.now(dt.timezone.utc)
+    # snapshots are young (120 h): expiry has nothing to do; no bucket-level run yet
+    assert st["icebergSnapshotManagement"] == {"status": "Not_Yet_Run"}
+    assert st["icebergUnreferencedFileRemoval"] == {"status": "Not_Yet_Run"}
+
+    m = metrics(srv)
+    assert metric(m, "floe_maintenance_runs_total", type="icebergCompaction", status="Successful") >= 1
+    assert metric(m, "floe_maintenance_files_rewritten_total") >= 24
+    assert metric(m, "floe_maintenance_bytes_rewritten_total") > 0
+    assert metric(m, "floe_maintenance_run_seconds_count", type="icebergCompaction") >= 1
+
+    # the CLI reads the server's record
+    p = floe_cli(srv, arn, "maintenance", "status", ident, "--output", "json")
+    out = json.loads(p.stdout)
+    assert out["status"]["icebergCompaction"]["status"] == "Successful", out
+    p = floe_cli(srv, arn, "maintenance", "history", ident, "--output", "json")
+    runs = json.loads(p.stdout)["runs"]
+    comp = [r for r in runs if r["type"] == "icebergCompaction"]
+    assert comp and comp[0]["status"] == "Successful" and comp[0]["filesIn"] == 24 and comp[0]["filesOut"] == 3, runs
+    assert comp[0]["startTime"] <= comp[0]["endTime"]
+    p = floe_cli(srv, arn, "maintenance", "status", ident)
+    assert "icebergCompaction" in p.stdout and "Successful" in p.stdout
+
+    # disabled again: Disabled, and new small files stay
+    set_compaction(s3t, arn, ns, "ev", "disabled")
+    assert job_status(s3t, arn, ns, "ev")["icebergCompaction"]["status"] == "Disabled"
+    for k in range(8, 14):
+        floe_append(srv, arn, ident, k * 30, 30)
+    time.sleep(3)
+    t = cat.load_table(ident)
+    assert files_per_partition(t) == {"a": 7, "b": 7, "c": 7}
+    assert ids(t) == list(range(14 * 30))
+    assert sum(1 for s in t.metadata.snapshots if s.summary.operation.value == "replace") == 1
+
+
+def test_writer_racing_the_server_never_fails(setup):
+    srv, s3t, arn, cat, ns = setup
+    ident = "%s.ev" % ns
+    per, max_commits = 12, 150
+    errors = []
+    state = {"commits": 0, "replace_at": None}
+
+    def writer():
+        # keeps committing until 5 commits after the server's first compaction landed
+        try:
+            for k in range(max_commits):
+                floe_append(srv, arn, ident, k * per, per)  # asserts exit 0: no failed commit
+                state["commits"] = k + 1
+                if state["replace_at"] is not None and k + 1 >= state["replace_at"] + 5:
+                    break
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    th = threading.Thread(target=writer)
+    th.start()
+    while th.is_alive():
+        # PyIceberg reads a consistent table throughout: no duplicates, a prefix of the commits
+        t = cat.load_table(ident)
+        got = ids(t)
+        assert len(got) == len(set(got)) and got == list(range(len(got))), got[:20]
+        if state["replace_at"] is None and any(s.summary.operation.value == "replace" for s in t.metadata.snapshots):
+            state["replace_at"] = state["commits"]
+        time.sleep(0.2)
+    th.join()
+    assert not errors, errors
+    n = state["commits"]
+    assert state["replace_at"] is not None and n >= state["replace_at"] + 5, state
+    t = cat.load_table(ident)
+    assert ids(t) == list(range(n * per))
+    ops = [s.summary.operation.value for s in t.metadata.snapshots]
+    assert ops.count("append") == n and "replace" in ops, ops
+
+    # and it settles: the next passes bring every partition under the threshold
+    def settled():
+        f = files_per_partition(cat.load_table(ident))
+        return all(v < 5 for v in f.values()) and f
+    wait_for(settled, "compaction to catch up")
+    assert ids(cat.load_table(ident)) == list(range(n * per))
+    assert job_status(s3t, arn, ns, "ev")["icebergCompaction"]["status"] == "Successful"
+    assert srv.stop() == 0, srv.tail()
