@@ -769,6 +769,16 @@ fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg
     fl_buf_init(&path, 0);
     memset(err, 0, sizeof *err);
     fl_err_t e = where(prefix, &s3, &path, err);
+    const char *rest = !strncmp(prefix, "s3://", 5) ? prefix + 5 :
+                       !strncmp(prefix, "s3a://", 6) || !strncmp(prefix, "s3n://", 6) ? prefix + 6 : NULL;
+    size_t bl = rest ? strcspn(rest, "/") : 0;
+    if (e == FL_ERR_INVALID && rest && bl && bl < sizeof s3.bucket && !strcmp(rest + bl, "/")) {
+        /* a whole bucket ("s3://bucket/"; S3 Tables puts a table at the root of its bucket) */
+        memset(err, 0, sizeof *err);
+        snprintf(s3.bucket, sizeof s3.bucket, "%.*s", (int)bl, rest);
+        s3.key[0] = 0;
+        e = FL_OK;
+    }
     if (e == FL_OK) {
         e = s3_list(io, prefix, &s3, fn, arg, err);
     } else if (e == FL_ERR_NOT_FOUND) {

@@ -85,7 +85,8 @@ fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err)
  * ListObjectsV2 pages of 1,000; local: the files under the directory prefix names, walked
  * recursively), in no particular order. Locations passed to fn are the prefix's scheme and
  * bucket plus the key (borrowed for the call). A non-zero return from fn stops the walk and is
- * returned. A missing directory or an empty prefix lists nothing. */
+ * returned. A missing directory or an empty prefix lists nothing; "s3://bucket/" lists the whole
+ * bucket. */
 typedef fl_err_t (*fl_io_list_fn)(void *arg, const char *location, const fl_io_stat_t *st);
 fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg, fl_remote_error_t *err);
 
