@@ -250,6 +250,7 @@ static int cmp_newest(const void *a, const void *b)
 static fl_err_t move(job_t *j, const char *src, const char *dst)
 {
     fl_err_t e = j->ops->copy(j->ops->ctx, src, dst);
+    if (e == FL_ERR_NOT_FOUND) return e; /* gone meanwhile (e.g. an expiry deleted it): nothing to move */
     if (e) {
         note_error(j->res, "copying %.100s to %.100s: %s", src, dst, fl_err_str(e));
         return e;
