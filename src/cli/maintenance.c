@@ -6,12 +6,15 @@
  * get-table-maintenance-job-status` shows it; floe's GetTableMaintenanceJobHistory extension,
  * docs/catalog.md), signed with the catalog options' keys.
  *
- *   floe maintenance run NS.TABLE --job compaction|snapshots|all [--as-of TIMESTAMP]
- *        [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]
+ *   floe maintenance run NS.TABLE --job compaction|snapshots|unreferenced|all [--as-of TIMESTAMP]
+ *        [--min-snapshots-to-keep N] [--max-snapshot-age-hours H]
+ *        [--unreferenced-days N] [--noncurrent-days N] [--dry-run]
  *        [--output text|json] [catalog options]
+ *   floe maintenance restore NS.TABLE (--all | KEY...) [--dry-run] [--output text|json]
+ *        [catalog options]
  * Progress lines go to stderr, the summary to stdout (one JSON object per job with
- * --output json). Exit 0 when every job ended Successful or Disabled, 1 if one failed,
- * 2 for bad usage. A job is one row of the jobs table below. */
+ * --output json). Exit 0 when every job ended Successful or Disabled (restore: every key
+ * restored), 1 if one failed, 2 for bad usage. A job is one row of the jobs table below. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -22,6 +25,7 @@
 #include "cli/catalog_opts.h"
 #include "cli/cli.h"
 #include "iceberg/expire.h"
+#include "iceberg/orphans.h"
 #include "iceberg/rewrite.h"
 #include "net/httpc.h"
 
@@ -31,6 +35,8 @@ typedef struct maint_opts {
     int64_t as_of_ms;                 /* 0 = now */
     int32_t min_snapshots_to_keep;    /* 0 = job default */
     int64_t max_snapshot_age_hours;   /* 0 = job default */
+    int32_t unreferenced_days;        /* 0 = job default (3) */
+    int32_t noncurrent_days;          /* 0 = job default (10) */
     bool dry_run;
     bool json;
     fl_rewrite_opts_t compaction;     /* --target-file-size-mb, --min-input-files, --max-commit-mb,
@@ -100,6 +106,40 @@ static int job_compaction(fl_cli_table_t *t, const maint_opts_t *mo, json_t **re
     return e ? 1 : 0;
 }
 
+/* The counts of an unreferenced-file removal or restore run. */
+static json_t *orphans_report(const char *job, const fl_orphans_result_t *r, bool dry_run)
+{
+    return json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:s,s:I}",
+                     "job", job, "status", status_names[r->status], "failureMessage", r->message,
+                     "dryRun", dry_run, "objectsListed", (json_int_t)r->listed,
+                     "bytesListed", (json_int_t)r->listed_bytes, "referenced", (json_int_t)r->referenced,
+                     "young", (json_int_t)r->young, "youngBytes", (json_int_t)r->young_bytes,
+                     "inDoubt", (json_int_t)r->in_doubt, "markedNoncurrent", (json_int_t)r->marked,
+                     "bytesMarkedNoncurrent", (json_int_t)r->marked_bytes,
+                     "noncurrentKept", (json_int_t)r->noncurrent, "bytesNoncurrentKept", (json_int_t)r->noncurrent_bytes,
+                     "deleted", (json_int_t)r->deleted, "bytesDeleted", (json_int_t)r->deleted_bytes,
+                     "restored", (json_int_t)r->restored, "bytesRestored", (json_int_t)r->restored_bytes,
+                     "errors", (json_int_t)r->errors, "error", r->error, "durationMs", (json_int_t)r->duration_ms);
+}
+
+/* --job unreferenced: iceberg/orphans (two-phase unreferenced-file removal) over the table's
+ * REST ops; noncurrent objects go under <location>/.noncurrent/ on the data plane. */
+static int job_unreferenced(fl_cli_table_t *t, const maint_opts_t *mo, json_t **report)
+{
+    fl_orphans_opts_t o = {
+        .as_of_ms = mo->as_of_ms,
+        .unreferenced_days = mo->unreferenced_days,
+        .noncurrent_days = mo->noncurrent_days,
+        .dry_run = mo->dry_run,
+        .progress = progress_line,
+        .progress_arg = "unreferenced",
+    };
+    fl_orphans_result_t r;
+    fl_err_t e = fl_orphans_run(&t->ops, &o, &r);
+    *report = orphans_report("icebergUnreferencedFileRemoval", &r, mo->dry_run);
+    return e ? 1 : 0;
+}
+
 /* The jobs `run` knows, in the order --job all runs them. Adding a job is one row. */
 static const struct {
     const char *name;
@@ -107,6 +147,7 @@ static const struct {
 } jobs[] = {
     { "compaction", job_compaction },
     { "snapshots", job_snapshots },
+    { "unreferenced", job_unreferenced },
 };
 
 static void usage(FILE *f)
@@ -114,11 +155,16 @@ static void usage(FILE *f)
     fprintf(f, "usage: floe maintenance status NAMESPACE.TABLE [--output text|json] [catalog options]\n"
                "       floe maintenance history NAMESPACE.TABLE [--max-runs N] [--output text|json] [catalog options]\n"
                "       floe maintenance run NAMESPACE.TABLE --job JOB [--as-of TIMESTAMP]\n"
-               "           [--min-snapshots-to-keep N] [--max-snapshot-age-hours H] [--dry-run]\n"
+               "           [--min-snapshots-to-keep N] [--max-snapshot-age-hours H]\n"
+               "           [--unreferenced-days N] [--noncurrent-days N] [--dry-run]\n"
+               "           [--output text|json] [catalog options]\n"
+               "       floe maintenance restore NAMESPACE.TABLE (--all | KEY...) [--dry-run]\n"
                "           [--output text|json] [catalog options]\n\n"
                "status: the job status floe serve reports (GetTableMaintenanceJobStatus);\n"
                "history: the runs its maintenance scheduler recorded, newest first;\n"
-               "run: runs a table maintenance job now through the table's REST catalog.\n"
+               "run: runs a table maintenance job now through the table's REST catalog;\n"
+               "restore: moves noncurrent objects (hidden by --job unreferenced) back; KEY is the\n"
+               "  object's original location, its path under the table location, or its noncurrent location.\n"
                "  --job JOB        ");
     for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++) fprintf(f, "%s|", jobs[i].name);
     fprintf(f, "all\n"
@@ -126,7 +172,10 @@ static void usage(FILE *f)
                "                   or milliseconds since the epoch); default now\n"
                "  --min-snapshots-to-keep N   (snapshots; default 1, or the table's own retention)\n"
                "  --max-snapshot-age-hours H  (snapshots; default 120)\n"
-               "  --dry-run        (snapshots) plan and count; commit and delete nothing\n"
+               "  --unreferenced-days N       (unreferenced; unreferenced objects older than N days become\n"
+               "                              noncurrent under <location>/.noncurrent/; default 3)\n"
+               "  --noncurrent-days N         (unreferenced; noncurrent objects are deleted after N days; default 10)\n"
+               "  --dry-run        (snapshots, unreferenced, restore) plan and count; change nothing\n"
                "  --target-file-size-mb N     (compaction; default the table's write.target-file-size-bytes)\n"
                "  --min-input-files N         (compaction; small files a group needs, default 2)\n"
                "  --max-commit-mb N           (compaction; bytes rewritten per commit)\n"
@@ -172,7 +221,30 @@ static void print_text(json_t *rep)
     printf("%s: %s", json_string_value(json_object_get(rep, "job")), st);
     const char *msg = json_string_value(json_object_get(rep, "failureMessage"));
     if (msg && *msg) printf(" (%s)", msg);
-    if (!strcmp(json_string_value(json_object_get(rep, "job")), "icebergCompaction")) {
+    const char *job = json_string_value(json_object_get(rep, "job"));
+    if (!strcmp(job, "icebergUnreferencedFileRemoval") || !strcmp(job, "restore")) {
+#define I(k) json_integer_value(json_object_get(rep, k))
+        const char *would = json_is_true(json_object_get(rep, "dryRun")) ? "would be " : "";
+        if (!strcmp(job, "restore"))
+            printf("\n  %" JSON_INTEGER_FORMAT " objects (%" JSON_INTEGER_FORMAT " B) %srestored\n", I("restored"),
+                   I("bytesRestored"), would);
+        else
+            printf("\n  %" JSON_INTEGER_FORMAT " objects listed (%" JSON_INTEGER_FORMAT " B), %" JSON_INTEGER_FORMAT
+                   " files referenced; %" JSON_INTEGER_FORMAT " objects (%" JSON_INTEGER_FORMAT " B) %smarked noncurrent; %"
+                   JSON_INTEGER_FORMAT " noncurrent objects (%" JSON_INTEGER_FORMAT " B) %sdeleted; %" JSON_INTEGER_FORMAT
+                   " (%" JSON_INTEGER_FORMAT " B) %srestored; %" JSON_INTEGER_FORMAT
+                   " unreferenced but young, %" JSON_INTEGER_FORMAT " noncurrent kept, %" JSON_INTEGER_FORMAT
+                   " left in doubt\n",
+                   I("objectsListed"), I("bytesListed"), I("referenced"), I("markedNoncurrent"),
+                   I("bytesMarkedNoncurrent"), would, I("deleted"), I("bytesDeleted"), would, I("restored"),
+                   I("bytesRestored"), would, I("young"), I("noncurrentKept"), I("inDoubt"));
+        if (I("errors"))
+            printf("  errors: %" JSON_INTEGER_FORMAT " (first: %s)\n", I("errors"),
+                   json_string_value(json_object_get(rep, "error")));
+#undef I
+        return;
+    }
+    if (!strcmp(job, "icebergCompaction")) {
 #define I(k) json_integer_value(json_object_get(rep, k))
         printf("\n  %" JSON_INTEGER_FORMAT " files (%" JSON_INTEGER_FORMAT " B, %" JSON_INTEGER_FORMAT " rows) -> %"
                JSON_INTEGER_FORMAT " files (%" JSON_INTEGER_FORMAT " B, %" JSON_INTEGER_FORMAT " rows); %"
@@ -221,8 +293,10 @@ static int cmd_run(int argc, char **argv)
         if (!strcmp(a, "--manifests-only")) { mo.compaction.skip_data = true; continue; }
         bool sized = !strcmp(a, "--target-file-size-mb") || !strcmp(a, "--min-input-files") ||
                      !strcmp(a, "--max-commit-mb") || !strcmp(a, "--merge-manifests");
-        bool valued = sized || !strcmp(a, "--job") || !strcmp(a, "--as-of") || !strcmp(a, "--min-snapshots-to-keep") ||
-                      !strcmp(a, "--max-snapshot-age-hours") || !strcmp(a, "--output");
+        bool days = !strcmp(a, "--unreferenced-days") || !strcmp(a, "--noncurrent-days");
+        bool valued = sized || days || !strcmp(a, "--job") || !strcmp(a, "--as-of") ||
+                      !strcmp(a, "--min-snapshots-to-keep") || !strcmp(a, "--max-snapshot-age-hours") ||
+                      !strcmp(a, "--output");
         if (valued && i + 1 >= argc) { fprintf(stderr, PROG ": %s needs a value\n", a); return 2; }
         if (sized) {
             char *end;
@@ -243,6 +317,16 @@ static int cmd_run(int argc, char **argv)
                 fprintf(stderr, PROG ": --as-of wants an ISO 8601 UTC time or epoch milliseconds\n");
                 return 2;
             }
+        } else if (days) {
+            char *end;
+            errno = 0;
+            long long v = strtoll(argv[++i], &end, 10);
+            if (errno || *end || v < 1 || v > 100000) {
+                fprintf(stderr, PROG ": %s wants a number of days of at least 1\n", a);
+                return 2;
+            }
+            if (!strcmp(a, "--unreferenced-days")) mo.unreferenced_days = (int32_t)v;
+            else mo.noncurrent_days = (int32_t)v;
         } else if (!strcmp(a, "--min-snapshots-to-keep") || !strcmp(a, "--max-snapshot-age-hours")) {
             char *end;
             errno = 0;
@@ -430,6 +514,68 @@ static int cmd_record(int argc, char **argv, bool history)
     return 0;
 }
 
+/* floe maintenance restore NS.TABLE (--all | KEY...) */
+static int cmd_restore(int argc, char **argv)
+{
+    fl_catalog_opts_t co;
+    fl_catalog_opts_init(&co);
+    const char *table = NULL;
+    bool all = false, dry_run = false, json_out = false;
+    const char **keys = calloc((size_t)argc + 1, sizeof *keys);
+    size_t n_keys = 0;
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        int r = fl_catalog_opts_arg(&co, PROG, argc, argv, &i);
+        if (r < 0) goto done;
+        if (r > 0) continue;
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); rc = 0; goto done; }
+        if (!strcmp(a, "--all")) { all = true; continue; }
+        if (!strcmp(a, "--dry-run")) { dry_run = true; continue; }
+        if (!strcmp(a, "--output")) {
+            if (i + 1 >= argc || (strcmp(argv[i + 1], "text") && strcmp(argv[i + 1], "json"))) {
+                fprintf(stderr, PROG ": --output must be text or json\n");
+                goto done;
+            }
+            json_out = !strcmp(argv[++i], "json");
+            continue;
+        }
+        if (a[0] == '-') {
+            fprintf(stderr, PROG ": unexpected argument '%s'\n", a);
+            usage(stderr);
+            goto done;
+        }
+        if (!table) table = a;
+        else keys[n_keys++] = a;
+    }
+    if (!table || (all == (n_keys > 0))) {
+        fprintf(stderr, PROG ": restore wants a table and either --all or the keys to restore\n");
+        usage(stderr);
+        goto done;
+    }
+    fl_cli_table_t t;
+    rc = fl_cli_table_open(&t, &co, PROG, table);
+    if (!rc) {
+        fl_orphans_result_t r;
+        fprintf(stderr, PROG ": restore: %s%s\n", table, dry_run ? " (dry run)" : "");
+        if (fl_orphans_restore(&t.ops, keys, n_keys, dry_run, &r)) rc = 1;
+        json_t *rep = orphans_report("restore", &r, dry_run);
+        json_object_set_new(rep, "table", json_string(table));
+        if (json_out) {
+            char *s = json_dumps(rep, JSON_COMPACT);
+            if (s) printf("%s\n", s);
+            free(s);
+        } else {
+            print_text(rep);
+        }
+        json_decref(rep);
+    }
+    fl_cli_table_close(&t);
+done:
+    free(keys);
+    return rc;
+}
+
 int fl_cmd_maintenance(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
@@ -439,6 +585,7 @@ int fl_cmd_maintenance(int argc, char **argv)
     if (!strcmp(argv[1], "run")) return cmd_run(argc - 1, argv + 1);
     if (!strcmp(argv[1], "status")) return cmd_record(argc - 1, argv + 1, false);
     if (!strcmp(argv[1], "history")) return cmd_record(argc - 1, argv + 1, true);
+    if (!strcmp(argv[1], "restore")) return cmd_restore(argc - 1, argv + 1);
     fprintf(stderr, PROG ": unknown subcommand '%s'\n", argv[1]);
     return 2;
 }

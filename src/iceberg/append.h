@@ -47,6 +47,10 @@ typedef struct fl_table_ops {
      * with prefix, with its size and mtime (-1 unknown). Used by maintenance (expire.h). */
     fl_err_t (*list)(void *ctx, const char *prefix,
                      fl_err_t (*fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms), void *arg);
+    /* Optional (NULL = the storage cannot copy): a server-side copy of the object at src to dst
+     * (replacing dst), both in the same storage. Used by unreferenced-file removal
+     * (iceberg/orphans.h) to move objects to and from the hidden noncurrent prefix. */
+    fl_err_t (*copy)(void *ctx, const char *src, const char *dst);
 } fl_table_ops_t;
 
 typedef struct fl_append_opts {

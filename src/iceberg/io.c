@@ -597,6 +597,51 @@ fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err)
     return e;
 }
 
+fl_err_t fl_io_copy(fl_io_t *io, const char *src, const char *dst, fl_remote_error_t *err)
+{
+    fl_s3_loc_t s3src, s3dst;
+    fl_buf_t psrc, pdst, hv, resp;
+    fl_buf_init(&psrc, 0);
+    fl_buf_init(&pdst, 0);
+    fl_buf_init(&hv, 0);
+    fl_buf_init(&resp, FL_S3_MAX_XML_BODY);
+    memset(err, 0, sizeof *err);
+    int fd = -1;
+    fl_err_t e1 = where(src, &s3src, &psrc, err), e2 = e1 == FL_OK || e1 == FL_ERR_NOT_FOUND ? where(dst, &s3dst, &pdst, err) : e1;
+    fl_err_t e;
+    if ((e1 != FL_OK && e1 != FL_ERR_NOT_FOUND) || (e2 != FL_OK && e2 != FL_ERR_NOT_FOUND)) {
+        e = e1 != FL_OK && e1 != FL_ERR_NOT_FOUND ? e1 : e2;
+    } else if (e1 != e2) {
+        e = fl_remote_error_set(err, FL_ERR_INVALID, "cannot copy %s to %s: not the same storage", src, dst);
+    } else if (e1 == FL_OK) {
+        fl_buf_addc(&hv, '/');
+        fl_uri_encode(fl_slice_cstr(s3src.bucket), false, &hv);
+        fl_buf_addc(&hv, '/');
+        fl_uri_encode(fl_slice_cstr(s3src.key), true, &hv);
+        fl_http_header_t h = { "x-amz-copy-source", 17, hv.ptr, hv.len };
+        fl_httpc_resp_t rs;
+        s3call_t c = { .method = "PUT", .headers = &h, .nheaders = 1, .has_body = true, .fd = -1, .resp = &resp,
+                       .idempotent = true };
+        e = s3_do(io, &s3dst, &c, &rs, err);
+        if (!e && resp.ptr && strstr(resp.ptr, "<Error>")) { /* S3 may fail a copy inside a 200 */
+            fl_remote_error_parse(500, resp.ptr, resp.len, NULL, err);
+            e = FL_ERR_IO;
+        }
+    } else {
+        struct stat sb;
+        if ((fd = open(psrc.ptr, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb))
+            e = errno_err(err, "open", psrc.ptr);
+        else
+            e = local_put(pdst.ptr, NULL, 0, fd, (uint64_t)sb.st_size, err);
+    }
+    if (fd >= 0) close(fd);
+    fl_buf_free(&psrc);
+    fl_buf_free(&pdst);
+    fl_buf_free(&hv);
+    fl_buf_free(&resp);
+    return e;
+}
+
 /* ---- listing ---- */
 
 /* "2024-05-01T12:34:56.789Z" -> ms since the epoch, -1 if malformed. */
@@ -724,6 +769,16 @@ fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg
     fl_buf_init(&path, 0);
     memset(err, 0, sizeof *err);
     fl_err_t e = where(prefix, &s3, &path, err);
+    const char *rest = !strncmp(prefix, "s3://", 5) ? prefix + 5 :
+                       !strncmp(prefix, "s3a://", 6) || !strncmp(prefix, "s3n://", 6) ? prefix + 6 : NULL;
+    size_t bl = rest ? strcspn(rest, "/") : 0;
+    if (e == FL_ERR_INVALID && rest && bl && bl < sizeof s3.bucket && !strcmp(rest + bl, "/")) {
+        /* a whole bucket ("s3://bucket/"; S3 Tables puts a table at the root of its bucket) */
+        memset(err, 0, sizeof *err);
+        snprintf(s3.bucket, sizeof s3.bucket, "%.*s", (int)bl, rest);
+        s3.key[0] = 0;
+        e = FL_OK;
+    }
     if (e == FL_OK) {
         e = s3_list(io, prefix, &s3, fn, arg, err);
     } else if (e == FL_ERR_NOT_FOUND) {

@@ -73,6 +73,11 @@ fl_err_t fl_io_get(fl_io_t *io, const char *location, fl_buf_t *out, fl_remote_e
 fl_err_t fl_io_read_at(fl_io_t *io, const char *location, uint64_t off, void *p, size_t n,
                        fl_remote_error_t *err);
 fl_err_t fl_io_head(fl_io_t *io, const char *location, fl_io_stat_t *st, fl_remote_error_t *err);
+/* Copies the object at src to dst (replacing it) inside one storage: S3 CopyObject (PUT with
+ * x-amz-copy-source; a 200 whose body is an <Error> fails; S3 refuses sources above 5 GiB,
+ * which would need UploadPartCopy) or a local copy written atomically. FL_ERR_NOT_FOUND when src is missing; FL_ERR_INVALID when src and dst are not
+ * both S3 or both local. */
+fl_err_t fl_io_copy(fl_io_t *io, const char *src, const char *dst, fl_remote_error_t *err);
 /* Deletes the object; deleting a missing one is FL_OK (as S3). */
 fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err);
 
@@ -80,7 +85,8 @@ fl_err_t fl_io_delete(fl_io_t *io, const char *location, fl_remote_error_t *err)
  * ListObjectsV2 pages of 1,000; local: the files under the directory prefix names, walked
  * recursively), in no particular order. Locations passed to fn are the prefix's scheme and
  * bucket plus the key (borrowed for the call). A non-zero return from fn stops the walk and is
- * returned. A missing directory or an empty prefix lists nothing. */
+ * returned. A missing directory or an empty prefix lists nothing; "s3://bucket/" lists the whole
+ * bucket. */
 typedef fl_err_t (*fl_io_list_fn)(void *arg, const char *location, const fl_io_stat_t *st);
 fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg, fl_remote_error_t *err);
 

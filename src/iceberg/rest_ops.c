@@ -87,6 +87,16 @@ static fl_err_t ops_del(void *ctx, const char *uri)
     return fl_io_delete(c->io, uri, &re);
 }
 
+static fl_err_t ops_copy(void *ctx, const char *src, const char *dst)
+{
+    fl_rest_ops_ctx_t *c = ctx;
+    fl_remote_error_t re;
+    memset(&re, 0, sizeof re);
+    fl_err_t e = fl_io_copy(c->io, src, dst, &re);
+    if (e && e != FL_ERR_NOT_FOUND) fprintf(stderr, "floe: copying %s to %s: %s\n", src, dst, re.message);
+    return e;
+}
+
 typedef struct list_adapter {
     fl_err_t (*fn)(void *arg, const char *uri, uint64_t size, int64_t mtime_ms);
     void *arg;
@@ -121,6 +131,7 @@ void fl_rest_table_ops(fl_rest_ops_ctx_t *ctx, fl_table_ops_t *ops)
     ops->get = ops_get;
     ops->del = ops_del;
     ops->list = ops_list;
+    ops->copy = ops_copy;
 }
 
 void fl_rest_ops_ctx_free(fl_rest_ops_ctx_t *ctx)

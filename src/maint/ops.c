@@ -162,6 +162,34 @@ static fl_err_t ops_get(void *ctx, const char *uri, fl_buf_t *out)
     return e;
 }
 
+/* A copy inside the table's warehouse (unreferenced-file removal moves objects to and from
+ * its noncurrent prefix): the source's blobs are copied into a new blob and published with
+ * the source's ETag and headers. */
+static fl_err_t ops_copy(void *ctx, const char *src, const char *dst)
+{
+    fl_maint_ops_ctx_t *c = ctx;
+    const char *skey = own_key(c, src);
+    if (!skey) return FL_ERR_INVALID;
+    const char *dkey = own_key(c, dst);
+    fl_err_t e = dkey ? FL_OK : FL_ERR_INVALID;
+    if (!e && cancelled(c)) e = FL_ERR_IO;
+    fl_store_t *store = fl_tablesvc_cfg(c->svc)->store;
+    fl_obj_t *o = NULL;
+    fl_blob_w_t *w = NULL;
+    if (!e && (e = fl_store_get(store, c->warehouse, skey, strlen(skey), &o)) == FL_ERR_NO_BUCKET) e = FL_ERR_NOT_FOUND;
+    if (!e) e = fl_blob_w_open(store, &w);
+    for (size_t i = 0; !e && i < o->nsegs; i++) e = fl_blob_w_copy_fd(w, o->segs[i].fd, 0, o->segs[i].len);
+    if (!e) {
+        fl_obj_meta_t meta = { .size = fl_blob_w_size(w), .headers = o->meta.headers };
+        memcpy(meta.etag, o->meta.etag, sizeof meta.etag);
+        e = fl_store_put(store, w, c->warehouse, dkey, strlen(dkey), &meta, NULL);
+        w = NULL;
+    }
+    fl_blob_w_abort(w);
+    if (o) fl_obj_close(o);
+    return e;
+}
+
 static fl_err_t ops_del(void *ctx, const char *uri)
 {
     fl_maint_ops_ctx_t *c = ctx;
@@ -227,5 +255,6 @@ fl_err_t fl_maint_table_ops(fl_maint_ops_ctx_t *ctx, fl_tablesvc_t *svc, const f
     ops->get = ops_get;
     ops->del = ops_del;
     ops->list = ops_list;
+    ops->copy = ops_copy;
     return FL_OK;
 }

@@ -16,6 +16,7 @@
 #include "base/uuid.h"
 #include "catalog/maintcfg.h"
 #include "iceberg/expire.h"
+#include "iceberg/orphans.h"
 #include "iceberg/metadata.h"
 #include "iceberg/rewrite.h"
 #include "maint/ops.h"
@@ -229,12 +230,54 @@ static void run_snapshots(fl_maint_t *m, const fl_table_ops_t *ops, json_t *conf
     fl_expire_result_free(&res);
 }
 
+#define FL_MAINT_UNREFERENCED_EVERY_MS ((int64_t)24 * 3600 * 1000)
+
+/* Unreferenced-file removal lists the whole warehouse: it runs when its last run (any
+ * outcome) is older than FL_MAINT_UNREFERENCED_EVERY_MS, and not before a table's
+ * first snapshot. */
+static need_t need_unreferenced(fl_maint_t *m, const fl_table_t *t, json_t *conf, json_t *md, const char *loc,
+                                int64_t now_ms)
+{
+    (void)conf;
+    (void)loc;
+    if (fl_iceberg_current_snapshot_id(md) < 0) return NEED_NO;
+    char kind[96], *doc = NULL;
+    snprintf(kind, sizeof kind, "maintenance-job:%s", FL_MAINT_UNREFERENCED);
+    if (fl_catalog_doc_get(fl_tablesvc_cfg(m->cfg.svc)->cat, t->arn, kind, &doc) != FL_OK) return NEED_YES;
+    json_t *o = json_loads(doc, 0, NULL);
+    free(doc);
+    int64_t last = (int64_t)json_integer_value(json_object_get(o, "lastRunTimestamp"));
+    json_decref(o);
+    return now_ms - last >= FL_MAINT_UNREFERENCED_EVERY_MS ? NEED_YES : NEED_NO;
+}
+
+static void run_unreferenced(fl_maint_t *m, const fl_table_ops_t *ops, json_t *conf, int64_t now_ms,
+                             fl_maint_run_t *r)
+{
+    fl_orphans_opts_t o = {
+        .as_of_ms = now_ms,
+        .unreferenced_days = (int32_t)fl_maintcfg_int(conf, FL_MAINT_UNREFERENCED, "unreferencedDays"),
+        .noncurrent_days = (int32_t)fl_maintcfg_int(conf, FL_MAINT_UNREFERENCED, "nonCurrentDays"),
+    };
+    fl_orphans_result_t res;
+    fl_orphans_run(ops, &o, &res);
+    r->objects_removed = res.deleted;
+    snprintf(r->status, sizeof r->status, "%s",
+             res.status == FL_EXPIRE_SUCCESSFUL ? "Successful" : res.status == FL_EXPIRE_DISABLED ? "Disabled" : "Failed");
+    snprintf(r->message, sizeof r->message, "%s", res.message);
+    if (res.status == FL_EXPIRE_SUCCESSFUL && res.errors)
+        snprintf(r->message, sizeof r->message, "%" PRId64 " objects could not be moved or deleted (first: %s)",
+                 res.errors, res.error);
+    else if (res.status == FL_EXPIRE_SUCCESSFUL && res.marked)
+        snprintf(r->message, sizeof r->message, "%" PRId64 " objects (%" PRId64 " bytes) became noncurrent",
+                 res.marked, res.marked_bytes);
+}
+
 /* One row per job; the order is the order a table's jobs run in. */
 static const job_t jobs[N_JOBS] = {
     { FL_MAINT_JOB_COMPACTION, FL_MAINT_COMPACTION, false, need_compaction, run_compaction },
     { FL_MAINT_JOB_SNAPSHOTS, FL_MAINT_SNAPSHOTS, false, need_snapshots, run_snapshots },
-    /* unreferenced-file removal (iceberg/orphans.h): its need and run go here */
-    { FL_MAINT_JOB_UNREFERENCED, FL_MAINT_UNREFERENCED, true, NULL, NULL },
+    { FL_MAINT_JOB_UNREFERENCED, FL_MAINT_UNREFERENCED, true, need_unreferenced, run_unreferenced },
 };
 
 static const job_t *job_of(unsigned bit, int *idx)

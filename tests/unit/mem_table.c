@@ -126,7 +126,7 @@ void mem_table_init_props(mem_table_t *t, fl_table_ops_t *ops, const char *spec,
     t->md = fl_iceberg_new_metadata(cr, "mem://wh/t", &st, err, sizeof err);
     json_decref(cr);
     snprintf(t->location, sizeof t->location, "mem://wh/t/metadata/00000.metadata.json");
-    *ops = (fl_table_ops_t){ t, m_load, m_commit, m_put, m_put_file, m_get, m_del, NULL };
+    *ops = (fl_table_ops_t){ t, m_load, m_commit, m_put, m_put_file, m_get, m_del, NULL, NULL };
 }
 
 void mem_table_free(mem_table_t *t)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include "base/time.h"
 #include "catalog/maintcfg.h"
+#include "iceberg/orphans.h"
+#include "iceberg/scan.h"
 #include "maint/ops.h"
 #include "maint/sched.h"
 #include "maint_fixture.h"
@@ -123,6 +125,13 @@ FL_TEST(maint_picks_by_need_and_records_runs)
     fl_maint_t *m = fl_maint_new(&cfg);
     int64_t now = fl_now_ms(), later = now + 200LL * 3600 * 1000;
 
+    /* unreferenced-file removal (its own test below) is off for this bucket */
+    fl_tbucket_t tb;
+    REQUIRE(fl_catalog_bucket_get(f.cat, t.bucket, &tb) == FL_OK);
+    char ukind[96];
+    snprintf(ukind, sizeof ukind, "maintenance:%s", FL_MAINT_UNREFERENCED);
+    REQUIRE(fl_catalog_doc_put(f.cat, tb.arn, ukind, "{\"status\":\"disabled\",\"settings\":{"
+                               "\"icebergUnreferencedFileRemoval\":{\"unreferencedDays\":3,\"nonCurrentDays\":10}}}") == FL_OK);
     /* an empty table needs nothing */
     CHECK_EQ(fl_maint_pick(m, &t, now), 0);
     /* 4 commits: 4 small files per partition, under the threshold; young snapshots */
@@ -192,6 +201,70 @@ FL_TEST(maint_picks_by_need_and_records_runs)
     CHECK(strlen(json_string_value(json_object_get(d, "failureMessage")) ?: "") > 0);
     json_decref(d);
     free(doc);
+    fl_maint_free(m);
+    maint_fix_close(&f);
+}
+
+static fl_err_t count_noncurrent(void *arg, const char *uri, uint64_t size, int64_t mtime_ms)
+{
+    (void)size;
+    (void)mtime_ms;
+    if (strstr(uri, "/" FL_ORPHANS_DIR "/") && strstr(uri, "orphan.parquet")) (*(int *)arg)++;
+    return FL_OK;
+}
+
+/* Unreferenced-file removal run by the scheduler in-process: picked when it never ran, an
+ * old orphan moved to the noncurrent prefix through the store-level copy, not picked again
+ * within a day. */
+FL_TEST(maint_unreferenced_in_process)
+{
+    maint_fix_t f;
+    REQUIRE(maint_fix_open(&f) == 0);
+    fl_table_t t;
+    REQUIRE(maint_fix_table(&f, "t", &t) == 0);
+    fl_maint_ops_ctx_t ctx;
+    fl_table_ops_t ops;
+    REQUIRE(fl_maint_table_ops(&ctx, f.svc, &t, &ops) == FL_OK);
+    fl_maint_cfg_t cfg = { .svc = f.svc, .min_small_files = 5, .owner = "test-node" };
+    fl_maint_t *m = fl_maint_new(&cfg);
+    for (int k = 0; k < 2; k++) REQUIRE(maint_fix_append(&ops, k * 10, 10) > 0);
+    t = reload(&f, "t");
+    char orphan[FL_LOC_MAX + 64];
+    snprintf(orphan, sizeof orphan, "%s/data/orphan.parquet", t.warehouse);
+    REQUIRE(ops.put(ops.ctx, orphan, "left by a killed writer", 23) == FL_OK);
+    int64_t now = fl_now_ms(), days4 = now + 4LL * 24 * 3600 * 1000;
+    CHECK(fl_maint_pick(m, &t, now) & FL_MAINT_JOB_UNREFERENCED);
+    fl_maint_run_t r;
+    REQUIRE(fl_maint_run_job(m, &t, FL_MAINT_JOB_UNREFERENCED, days4, &r) == FL_OK);
+    CHECK_STR(r.status, "Successful");
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    CHECK_EQ(ops.get(ops.ctx, orphan, &b), FL_ERR_NOT_FOUND);
+    fl_buf_free(&b);
+    int hidden = 0;
+    char prefix[FL_LOC_MAX + 2];
+    snprintf(prefix, sizeof prefix, "%s/", t.warehouse);
+    REQUIRE(ops.list(ops.ctx, prefix, count_noncurrent, &hidden) == FL_OK);
+    CHECK_EQ(hidden, 1);
+    /* the table still reads: every file of its snapshot is there */
+    json_t *md = NULL;
+    char *loc = NULL, err[256];
+    REQUIRE(ops.load(ops.ctx, &md, &loc, err, sizeof err) == FL_OK);
+    fl_scan_plan_t plan;
+    REQUIRE(fl_scan_plan(&ops, md, -1, &plan, err, sizeof err) == FL_OK);
+    CHECK_EQ(plan.n_files, 2 * 2);
+    for (size_t i = 0; i < plan.n_files; i++) {
+        fl_buf_init(&b, 0);
+        CHECK_EQ(ops.get(ops.ctx, plan.files[i].file_path, &b), FL_OK);
+        fl_buf_free(&b);
+    }
+    fl_scan_plan_free(&plan);
+    json_decref(md);
+    free(loc);
+    /* ran less than a day ago: not picked again; a day later it is */
+    t = reload(&f, "t");
+    CHECK_EQ(fl_maint_pick(m, &t, fl_now_ms() + 3600 * 1000) & FL_MAINT_JOB_UNREFERENCED, 0);
+    CHECK(fl_maint_pick(m, &t, fl_now_ms() + 25LL * 3600 * 1000) & FL_MAINT_JOB_UNREFERENCED);
     fl_maint_free(m);
     maint_fix_close(&f);
 }
