@@ -92,8 +92,11 @@ static int job_compaction(fl_cli_table_t *t, const maint_opts_t *mo, json_t **re
     fl_err_t e = fl_rewrite_run(&t->ops, &mo->compaction, &r, err, sizeof err);
     double secs = r.duration_ms > 0 ? r.duration_ms / 1000.0 : 0.001;
     const char *msg = e ? err : r.groups_failed || r.groups_skipped ? r.last_failure : "";
-    *report = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:f}",
+    *report = json_pack("{s:s,s:s,s:s,s:i,s:s,s:I,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:I,s:f,s:f}",
                         "job", "icebergCompaction", "status", e ? "Failed" : "Successful", "failureMessage", msg,
+                        "sortOrderId", (int)r.sort_order_id, "note", r.note, "sortedRuns", (json_int_t)r.sorted_runs,
+                        "strategy", fl_rewrite_strategy_name(r.strategy), "strategyAsked",
+                        fl_rewrite_strategy_name(mo->compaction.strategy),
                         "filesIn", (json_int_t)r.files_in, "bytesIn", (json_int_t)r.bytes_in,
                         "recordsIn", (json_int_t)r.records_in, "filesOut", (json_int_t)r.files_out,
                         "bytesOut", (json_int_t)r.bytes_out, "recordsOut", (json_int_t)r.records_out,
@@ -176,6 +179,9 @@ static void usage(FILE *f)
                "                              noncurrent under <location>/.noncurrent/; default 3)\n"
                "  --noncurrent-days N         (unreferenced; noncurrent objects are deleted after N days; default 10)\n"
                "  --dry-run        (snapshots, unreferenced, restore) plan and count; change nothing\n"
+               "  --strategy S                (compaction; binpack|sort|z-order|auto, default auto: sort when the\n"
+               "                              table has a sort order, else binpack; sort and z-order bin-pack a\n"
+               "                              table without one)\n"
                "  --target-file-size-mb N     (compaction; default the table's write.target-file-size-bytes)\n"
                "  --min-input-files N         (compaction; small files a group needs, default 2)\n"
                "  --max-commit-mb N           (compaction; bytes rewritten per commit)\n"
@@ -282,6 +288,7 @@ static int cmd_run(int argc, char **argv)
     fl_catalog_opts_t co;
     fl_catalog_opts_init(&co);
     maint_opts_t mo = { 0 };
+    mo.compaction.strategy = FL_REWRITE_AUTO; /* S3 Tables' default */
     const char *table = NULL, *job = NULL;
     for (int i = 1; i < argc; i++) {
         int r = fl_catalog_opts_arg(&co, PROG, argc, argv, &i);
@@ -294,7 +301,7 @@ static int cmd_run(int argc, char **argv)
         bool sized = !strcmp(a, "--target-file-size-mb") || !strcmp(a, "--min-input-files") ||
                      !strcmp(a, "--max-commit-mb") || !strcmp(a, "--merge-manifests");
         bool days = !strcmp(a, "--unreferenced-days") || !strcmp(a, "--noncurrent-days");
-        bool valued = sized || days || !strcmp(a, "--job") || !strcmp(a, "--as-of") ||
+        bool valued = sized || days || !strcmp(a, "--job") || !strcmp(a, "--as-of") || !strcmp(a, "--strategy") ||
                       !strcmp(a, "--min-snapshots-to-keep") || !strcmp(a, "--max-snapshot-age-hours") ||
                       !strcmp(a, "--output");
         if (valued && i + 1 >= argc) { fprintf(stderr, PROG ": %s needs a value\n", a); return 2; }
@@ -312,6 +319,11 @@ static int cmd_run(int argc, char **argv)
             else mo.compaction.merge_manifests_min = (int)v;
         } else if (!strcmp(a, "--job")) {
             job = argv[++i];
+        } else if (!strcmp(a, "--strategy")) {
+            if (fl_rewrite_strategy_parse(argv[++i], &mo.compaction.strategy)) {
+                fprintf(stderr, PROG ": --strategy wants binpack, sort, z-order or auto\n");
+                return 2;
+            }
         } else if (!strcmp(a, "--as-of")) {
             if ((mo.as_of_ms = parse_time(argv[++i])) <= 0) {
                 fprintf(stderr, PROG ": --as-of wants an ISO 8601 UTC time or epoch milliseconds\n");

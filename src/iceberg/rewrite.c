@@ -17,6 +17,7 @@
 #include "iceberg/manifest.h"
 #include "iceberg/metadata.h"
 #include "iceberg/schema.h"
+#include "iceberg/sortorder.h"
 
 #define DEFAULT_TARGET_FILE_BYTES (512LL * 1024 * 1024)
 #define DEFAULT_MAX_COMMIT_BYTES (10LL * 1024 * 1024 * 1024)
@@ -54,6 +55,8 @@ typedef struct job {
     size_t n_cache;
     char uuid[37];
     int file_counter;
+    fl_rewrite_strategy_t strategy; /* resolved: binpack, sort or z-order */
+    fl_sort_order_t order;          /* the default sort order (n = 0: unsorted) */
 } job_t;
 
 /* A live file of a snapshot. */
@@ -100,8 +103,31 @@ static const fl_part_spec_t *spec_by_id(const job_t *j, int32_t id)
     return NULL;
 }
 
+fl_err_t fl_rewrite_strategy_parse(const char *s, fl_rewrite_strategy_t *out)
+{
+    static const char *names[] = { "binpack", "sort", "z-order", "auto" };
+    for (int i = 0; s && i < 4; i++)
+        if (!strcmp(s, names[i])) {
+            *out = (fl_rewrite_strategy_t)i;
+            return FL_OK;
+        }
+    return FL_ERR_INVALID;
+}
+
+const char *fl_rewrite_strategy_name(fl_rewrite_strategy_t s)
+{
+    switch (s) {
+    case FL_REWRITE_BINPACK: return "binpack";
+    case FL_REWRITE_SORT: return "sort";
+    case FL_REWRITE_ZORDER: return "z-order";
+    case FL_REWRITE_AUTO: return "auto";
+    }
+    return "?";
+}
+
 static void job_free(job_t *j)
 {
+    fl_sort_order_free(&j->order);
     fl_append_free(j->app);
     json_decref(j->md);
     fl_field_free(&j->schema);
@@ -156,6 +182,24 @@ static fl_err_t job_open(job_t *j, const fl_table_ops_t *ops, const fl_rewrite_o
     j->min_bytes = j->o.min_file_bytes > 0 ? j->o.min_file_bytes : j->target / 4 * 3;
     j->max_commit = j->o.max_commit_bytes > 0 ? j->o.max_commit_bytes : DEFAULT_MAX_COMMIT_BYTES;
     if (j->o.min_input_files <= 0) j->o.min_input_files = 2;
+    /* the strategy: auto = sort when the table has a sort order; sort and
+     * z-order need one (S3 Tables), without it they bin-pack */
+    j->strategy = j->o.strategy;
+    if (j->strategy != FL_REWRITE_BINPACK) {
+        if ((e = fl_sort_order_from_metadata(j->md, &j->schema, &j->order, err, errlen))) return e;
+        if (j->strategy == FL_REWRITE_AUTO) {
+            j->strategy = j->order.n ? FL_REWRITE_SORT : FL_REWRITE_BINPACK;
+        } else if (!j->order.n) {
+            if (res)
+                snprintf(res->note, sizeof res->note, "strategy %s needs a sort order on the table: bin-packed",
+                         fl_rewrite_strategy_name(j->strategy));
+            j->strategy = FL_REWRITE_BINPACK;
+        }
+    }
+    if (res) {
+        res->strategy = j->strategy;
+        res->sort_order_id = j->strategy != FL_REWRITE_BINPACK ? j->order.order_id : 0;
+    }
     const char *mp = prop(j->md, "write.metadata.path");
     const char *loc = json_string_value(json_object_get(j->md, "location"));
     if (mp) {
@@ -368,7 +412,10 @@ static void plan_groups(job_t *j, const state_t *st, group_t **out, size_t *n_ou
     g_sort_state = st;
     qsort(c, nc, sizeof *c, cmp_cand);
     g_sort_state = NULL;
-    int64_t cap = j->target < j->max_commit ? j->target : j->max_commit;
+    /* bin-pack: groups of one target; sorted: a partition's candidates up to
+     * the sort group cap, so that one group writes a run of sorted files */
+    int64_t cap = j->strategy == FL_REWRITE_BINPACK ? j->target : FL_REWRITE_SORT_GROUP_BYTES;
+    if (cap > j->max_commit) cap = j->max_commit;
     group_t *gs = NULL;
     size_t ng = 0;
     for (size_t a = 0; a < nc;) {
@@ -627,9 +674,37 @@ typedef struct data_ctx {
     size_t keep_cap;
     fl_buf_t k;
     int64_t rows_out;
+    fl_vec_t *acc;              /* sort/z-order: the group's rows so far (NULL: bin-pack, write through) */
+    fl_vec_t sorted;            /* a chunk of acc in sorted order */
     char *err;
     size_t errlen;
 } data_ctx_t;
+
+/* Sort/z-order: write the rows held in acc in the job's order, in chunks of
+ * about an eighth of the target (files roll between chunks), and empty it. */
+static fl_err_t flush_sorted(data_ctx_t *d)
+{
+    job_t *j = d->j;
+    fl_vec_t *acc = d->acc;
+    size_t n = acc->len;
+    if (!n) return FL_OK;
+    size_t avg = fl_vec_bytes(acc) / n + 1;
+    size_t chunk = (size_t)(j->target / 8) / avg;
+    if (chunk < 64) chunk = 64;
+    if (chunk > 65536) chunk = 65536;
+    uint32_t *perm = fl_malloc(n * sizeof *perm);
+    fl_err_t e = fl_sort_permutation(&j->order, j->strategy == FL_REWRITE_ZORDER, acc, perm, d->err, d->errlen);
+    if (!d->sorted.field) fl_vec_init(&d->sorted, acc->field);
+    for (size_t a = 0; a < n && !e; a += chunk) {
+        fl_vec_clear(&d->sorted);
+        fl_vec_take(&d->sorted, acc, perm + a, n - a < chunk ? n - a : chunk);
+        e = fl_append_write(j->app, &d->sorted, d->err, d->errlen);
+    }
+    free(perm);
+    fl_vec_clear(acc);
+    j->res->sorted_runs++;
+    return e;
+}
 
 static fl_err_t data_batch(void *ctx, const fl_vec_t *b)
 {
@@ -656,6 +731,11 @@ static fl_err_t data_batch(void *ctx, const fl_vec_t *b)
     d->row += (int64_t)b->len;
     d->rows_out += (int64_t)nk;
     if (!nk) return FL_OK;
+    if (d->acc) {
+        fl_vec_take(d->acc, b, d->keep, nk);
+        int64_t cap = d->j->o.sort_mem_bytes > 0 ? d->j->o.sort_mem_bytes : FL_REWRITE_SORT_MEM_BYTES;
+        return (int64_t)fl_vec_bytes(d->acc) >= cap ? flush_sorted(d) : FL_OK;
+    }
     if (nk == b->len) return fl_append_write(d->j->app, b, d->err, d->errlen);
     if (!d->stage.field) fl_vec_init(&d->stage, b->field);
     fl_vec_clear(&d->stage);
@@ -684,6 +764,7 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
     fl_buf_init(&dc.k, 0);
     fl_err_t e = FL_OK;
     fl_pq_reader_t *r = NULL;
+    fl_vec_t *acc = NULL;
 
     /* the deletes */
     for (size_t x = 0; x < g->n_dels && !e; x++) {
@@ -737,6 +818,11 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
     dc.j = j;
     dc.err = err;
     dc.errlen = errlen;
+    if (j->strategy != FL_REWRITE_BINPACK) {
+        acc = fl_calloc(1, sizeof *acc);
+        fl_vec_init(acc, &j->schema);
+        dc.acc = acc;
+    }
     dc.eq = fl_calloc(n_eqs + 1, sizeof *dc.eq);
     dc.cols = fl_calloc((n_eqs + 1) * FL_ICEBERG_MAX_EQUALITY_IDS, sizeof *dc.cols);
     int64_t *pos = NULL;
@@ -766,10 +852,21 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
     free(pos);
     free(dc.eq);
     free(dc.cols);
+    if (!e && acc) e = flush_sorted(&dc);
     if (!e) e = fl_append_take_files(j->app, &g->out, &g->n_out, err, errlen);
     g->rows_out = dc.rows_out;
-    for (size_t i = 0; i < g->n_out; i++) g->bytes_out += g->out[i].file_size_in_bytes;
+    for (size_t i = 0; i < g->n_out; i++) {
+        g->bytes_out += g->out[i].file_size_in_bytes;
+        /* files written in the table's sort order say so (Java sets it for sort rewrites, not z-order) */
+        if (j->strategy == FL_REWRITE_SORT) {
+            g->out[i].has_sort_order_id = true;
+            g->out[i].sort_order_id = j->order.order_id;
+        }
+    }
 out:
+    fl_vec_free(acc);
+    free(acc);
+    fl_vec_free(&dc.sorted);
     if (e) fl_append_abort(j->app);
     fl_pq_reader_free(r);
     fl_vec_free(&dc.stage);

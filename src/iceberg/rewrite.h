@@ -33,6 +33,23 @@
  * re-based and committed. Manifests are immutable, so each is read once per
  * job and an attempt costs only the manifests added since the last one.
  *
+ * Strategies (S3 Tables' icebergCompaction strategy): binpack writes a
+ * group's rows in input order. sort orders each group's rows (deletes applied)
+ * by the table's default sort order before writing, so the files one group
+ * writes (rolled at the target) have non-overlapping bounds on the first sort
+ * column, and marks them with the order's id; z-order orders them by the
+ * z-value of the sort order's columns (iceberg/sortorder.h). auto is sort when
+ * the table has a sort order, else binpack; sort and z-order on a table
+ * without one fall back to binpack and say so in result.note (S3 Tables needs
+ * a sort order for them). File selection is the same for every strategy, as
+ * Java's SizeBasedFileRewriter (not rewrite-all): files at size are left
+ * alone even if unsorted, and small ones are sorted among themselves. Sorted
+ * groups hold a partition's candidates up to min(max_commit_bytes,
+ * FL_REWRITE_SORT_GROUP_BYTES) input bytes (not one target), so one group
+ * yields a run of sorted files; the rows wait in memory up to
+ * FL_REWRITE_SORT_MEM_BYTES, beyond which a group is written as several
+ * sorted runs (bounded memory over tight bounds).
+ *
  * Format: v2 tables. v3 tables are refused ("not yet": row lineage and
  * deletion vectors); a v2 table never has deletion vectors.
  *
@@ -48,7 +65,20 @@
 #include "base/err.h"
 #include "iceberg/append.h"
 
+typedef enum fl_rewrite_strategy {
+    FL_REWRITE_BINPACK = 0,
+    FL_REWRITE_SORT,
+    FL_REWRITE_ZORDER,
+    FL_REWRITE_AUTO,
+} fl_rewrite_strategy_t;
+
+/* "binpack", "sort", "z-order", "auto" (S3 Tables' names) to and from the enum;
+ * parse gives FL_ERR_INVALID for anything else. */
+fl_err_t fl_rewrite_strategy_parse(const char *s, fl_rewrite_strategy_t *out);
+const char *fl_rewrite_strategy_name(fl_rewrite_strategy_t s);
+
 typedef struct fl_rewrite_opts {
+    fl_rewrite_strategy_t strategy; /* 0 = binpack */
     int64_t target_file_bytes;   /* 0 = write.target-file-size-bytes (512 MiB) */
     int64_t min_file_bytes;      /* "small": below this; 0 = 75% of the target (Java's default) */
     int min_input_files;         /* files a group needs without deletes; 0 = 2 */
@@ -57,6 +87,7 @@ typedef struct fl_rewrite_opts {
     int merge_manifests_min;     /* merge a spec's small manifests when more than this many; 0 = off */
     int64_t manifest_target_bytes; /* 0 = commit.manifest.target-size-bytes (8 MiB) */
     const char *tmp_dir;         /* staging for written files; NULL = $TMPDIR or /tmp */
+    int64_t sort_mem_bytes;      /* sort/z-order rows held before a run is written; 0 = FL_REWRITE_SORT_MEM_BYTES */
     /* Test hook: called after the groups of a commit unit are written and
      * before its first commit attempt (e.g. to commit a racing change). */
     void (*before_commit)(void *ctx);
@@ -74,6 +105,10 @@ typedef struct fl_rewrite_result {
     int commit_attempts;                         /* all attempts, 409 retries included */
     int64_t duration_ms;
     char last_failure[256];                      /* why the last group failed or was skipped */
+    fl_rewrite_strategy_t strategy;              /* the strategy applied (auto resolved) */
+    int32_t sort_order_id;                       /* the order sort/z-order used (0 = none) */
+    int64_t sorted_runs;                         /* sorted runs written (>1 per group: memory cap hit) */
+    char note[192];                              /* e.g. why sort fell back to binpack */
 } fl_rewrite_result_t;
 
 /* What a plan found (for tests and `--dry-run`): candidate groups. */

@@ -96,6 +96,9 @@ static void compaction_opts(fl_maint_t *m, json_t *conf, fl_rewrite_opts_t *o)
     o->min_input_files = m->cfg.min_small_files;
     o->merge_manifests_min = FL_MAINT_MERGE_MANIFESTS_MIN;
     o->tmp_dir = m->tmp_dir[0] ? m->tmp_dir : NULL;
+    /* auto|binpack|sort|z-order (validated when stored; anything else: auto, the default) */
+    if (fl_rewrite_strategy_parse(fl_maintcfg_str(conf, FL_MAINT_COMPACTION, "strategy"), &o->strategy))
+        o->strategy = FL_REWRITE_AUTO;
 }
 
 static need_t need_compaction(fl_maint_t *m, const fl_table_t *t, json_t *conf, json_t *md, const char *loc,
@@ -108,7 +111,7 @@ static need_t need_compaction(fl_maint_t *m, const fl_table_t *t, json_t *conf, 
     /* unchanged pointer and settings since the last "nothing to do": still nothing */
     uint64_t key = fnv(14695981039346656037ULL, t->arn);
     char sk[64];
-    snprintf(sk, sizeof sk, "%" PRId64 "/%d", o.target_file_bytes, o.min_input_files);
+    snprintf(sk, sizeof sk, "%" PRId64 "/%d/%d", o.target_file_bytes, o.min_input_files, (int)o.strategy);
     uint64_t val = fnv(fnv(14695981039346656037ULL, loc), sk);
     size_t slot = key % MEMO_N;
     pthread_mutex_lock(&m->memo_mu);
@@ -195,17 +198,16 @@ static void run_compaction(fl_maint_t *m, const fl_table_ops_t *ops, json_t *con
     r->bytes_in = res.bytes_in;
     r->files_out = res.files_out;
     r->bytes_out = res.bytes_out;
-    const char *strategy = fl_maintcfg_str(conf, FL_MAINT_COMPACTION, "strategy");
     if (e) {
         snprintf(r->status, sizeof r->status, "Failed");
         snprintf(r->message, sizeof r->message, "%s", err[0] ? err : "compaction failed");
     } else {
         snprintf(r->status, sizeof r->status, "Successful");
-        if (strategy && (!strcmp(strategy, "sort") || !strcmp(strategy, "z-order")))
-            snprintf(r->message, sizeof r->message, "strategy %s is not supported yet: bin-packed", strategy);
-        else if (res.groups_failed || res.groups_skipped)
-            snprintf(r->message, sizeof r->message, "%d groups left for the next run: %s",
-                     res.groups_failed + res.groups_skipped, res.last_failure);
+        if (res.groups_failed || res.groups_skipped)
+            snprintf(r->message, sizeof r->message, "%s%s%d groups left for the next run: %s", res.note,
+                     res.note[0] ? "; " : "", res.groups_failed + res.groups_skipped, res.last_failure);
+        else
+            snprintf(r->message, sizeof r->message, "%s", res.note);
     }
     atomic_fetch_add(&m->bytes_rewritten, (uint64_t)res.bytes_in);
     atomic_fetch_add(&m->files_rewritten, (uint64_t)res.files_in);

@@ -109,21 +109,28 @@ void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char *spec)
 
 void mem_table_init_props(mem_table_t *t, fl_table_ops_t *ops, const char *spec, const char *props)
 {
-    memset(t, 0, sizeof *t);
-    char req[2048];
-    snprintf(req, sizeof req,
-        "{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+    mem_table_init_schema(t, ops,
+        "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
         "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
         "{\"id\":2,\"name\":\"cat\",\"required\":false,\"type\":\"string\"},"
         "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
         "{\"id\":4,\"name\":\"s\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["
-        "{\"id\":5,\"name\":\"k\",\"required\":false,\"type\":\"int\"}]}}]},"
-        "\"partition-spec\":%s,"
-        "\"properties\":%s}", spec, props);
+        "{\"id\":5,\"name\":\"k\",\"required\":false,\"type\":\"int\"}]}}]}",
+        spec, props, NULL);
+}
+
+void mem_table_init_schema(mem_table_t *t, fl_table_ops_t *ops, const char *schema, const char *spec,
+                           const char *props, const char *write_order)
+{
+    memset(t, 0, sizeof *t);
+    char req[4096];
+    snprintf(req, sizeof req, "{\"name\":\"t\",\"schema\":%s,\"partition-spec\":%s,\"properties\":%s%s%s}", schema,
+             spec, props, write_order ? ",\"write-order\":" : "", write_order ? write_order : "");
     json_t *cr = json_loads(req, 0, NULL);
     int st;
     char err[256];
     t->md = fl_iceberg_new_metadata(cr, "mem://wh/t", &st, err, sizeof err);
+    if (!t->md) fprintf(stderr, "mem_table: %s\n", err);
     json_decref(cr);
     snprintf(t->location, sizeof t->location, "mem://wh/t/metadata/00000.metadata.json");
     *ops = (fl_table_ops_t){ t, m_load, m_commit, m_put, m_put_file, m_get, m_del, NULL, NULL };

@@ -28,6 +28,9 @@ int live_objs(mem_table_t *t, const char *part);
 void mem_table_init(mem_table_t *t, fl_table_ops_t *ops);
 void mem_table_init_spec(mem_table_t *t, fl_table_ops_t *ops, const char *spec);
 void mem_table_init_props(mem_table_t *t, fl_table_ops_t *ops, const char *spec, const char *props);
+/* Any schema JSON, spec JSON, properties JSON and write order JSON (NULL: unsorted). */
+void mem_table_init_schema(mem_table_t *t, fl_table_ops_t *ops, const char *schema, const char *spec,
+                           const char *props, const char *write_order);
 void mem_table_free(mem_table_t *t);
 /* rows first..first+n: cat = c<id % ncat> (null every 13th), s.k = id % 5, ts = id seconds */
 void fill(fl_vec_t *b, int64_t first, int n, int ncat);

@@ -619,3 +619,430 @@ FL_TEST(rewrite_merges_small_manifests)
     mem_table_free(t);
     free(t);
 }
+
+/* ---- sort and z-order strategies ---- */
+
+/* One commit of the rows with these ids (fill's shape: cat c<id % 3>, null every
+ * 13th; s.k = id % 5, s null every 7th). */
+static int64_t append_ids(fl_table_ops_t *ops, const int64_t *ids, size_t n)
+{
+    char err[256];
+    fl_appender_t *a = NULL;
+    if (fl_append_open(&a, ops, NULL, err, sizeof err)) return -1;
+    fl_vec_t b;
+    fl_vec_init(&b, fl_append_schema(a));
+    for (size_t i = 0; i < n; i++) fill(&b, ids[i], 1, 3);
+    int64_t sid = -1;
+    if (fl_append_write(a, &b, err, sizeof err) || fl_append_commit(a, NULL, 0, &sid, err, sizeof err))
+        fprintf(stderr, "append: %s\n", err);
+    fl_vec_free(&b);
+    fl_append_free(a);
+    return sid;
+}
+
+/* A row as the tests see it: id, and two more columns as integers (-1 = null):
+ * the standard table's cat (c<N> -> N) and s.k; the xy table's x and y. */
+typedef struct trow {
+    int64_t id, a, b;
+} trow_t;
+
+typedef struct tfile {
+    trow_t *rows;
+    size_t n;
+    bool has_order;
+    int32_t order_id;
+    int64_t lo, hi;             /* lower/upper bound of field 1 (id) when long, else of field bound_id as int */
+} tfile_t;
+
+static int64_t cell(const fl_vec_t *v, size_t i, bool xy)
+{
+    if (fl_vec_is_null(v, i)) return -1;
+    if (v->field->kind == FL_TYPE_STRING) return fl_vec_bytes_at(v, i).ptr[1] - '0';
+    if (v->field->kind == FL_TYPE_STRUCT) return fl_vec_is_null(&v->children[0], i) ? -1 : fl_vec_i32(&v->children[0], i);
+    (void)xy;
+    return fl_vec_i32(v, i);
+}
+
+/* The live files of the current snapshot with their rows; bounds of field bound_id. */
+static size_t read_files(mem_table_t *t, fl_table_ops_t *ops, tfile_t **out, int32_t bound_id)
+{
+    fl_scan_plan_t plan;
+    char err[256];
+    *out = NULL;
+    if (fl_scan_plan(ops, t->md, -1, &plan, err, sizeof err)) return 0;
+    tfile_t *fs = calloc(plan.n_files + 1, sizeof *fs);
+    for (size_t f = 0; f < plan.n_files; f++) {
+        const fl_data_file_t *df = &plan.files[f];
+        fs[f].has_order = df->has_sort_order_id;
+        fs[f].order_id = df->sort_order_id;
+        for (size_t m = 0; m < df->n_metrics; m++) {
+            const fl_col_metrics_t *cm = &df->metrics[m];
+            if (cm->field_id != bound_id || !cm->has_lower || !cm->has_upper) continue;
+            int64_t lo = 0, hi = 0;
+            memcpy(&lo, cm->lower.ptr, cm->lower.len <= 8 ? cm->lower.len : 8);
+            memcpy(&hi, cm->upper.ptr, cm->upper.len <= 8 ? cm->upper.len : 8);
+            if (cm->lower.len == 4) { lo = (int32_t)lo; hi = (int32_t)hi; }
+            fs[f].lo = lo;
+            fs[f].hi = hi;
+        }
+        int i = find_obj(t, df->file_path);
+        fl_pq_reader_t *r;
+        if (i < 0 || fl_pq_reader_open(&r, fl_pq_source_mem(t->objs[i].data.ptr, t->objs[i].data.len))) continue;
+        fl_vec_t v;
+        memset(&v, 0, sizeof v);
+        for (bool done = false; !done;) {
+            if (fl_pq_reader_next(r, &v, &done) || done) break;
+            bool xy = v.n_children == 3;
+            fs[f].rows = realloc(fs[f].rows, (fs[f].n + v.len) * sizeof *fs[f].rows);
+            for (size_t k = 0; k < v.len; k++) {
+                trow_t *tr = &fs[f].rows[fs[f].n++];
+                tr->id = fl_vec_i64(&v.children[0], k);
+                tr->a = cell(&v.children[1], k, xy);
+                tr->b = cell(&v.children[xy ? 2 : 3], k, xy);
+            }
+        }
+        fl_vec_free(&v);
+        fl_pq_reader_free(r);
+    }
+    size_t n = plan.n_files;
+    fl_scan_plan_free(&plan);
+    *out = fs;
+    return n;
+}
+
+static void free_files(tfile_t *fs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(fs[i].rows);
+    free(fs);
+}
+
+/* Sort key comparators of the tests' orders. */
+typedef int (*rowcmp_t)(const trow_t *x, const trow_t *y);
+
+static int cmp_id_desc(const trow_t *x, const trow_t *y) { return (x->id < y->id) - (x->id > y->id); }
+
+/* cat asc nulls-first, then id desc */
+static int cmp_cat_nf_id_desc(const trow_t *x, const trow_t *y)
+{
+    if (x->a != y->a) return x->a < y->a ? -1 : 1; /* null = -1 sorts first */
+    return cmp_id_desc(x, y);
+}
+
+/* s.k desc nulls-last, then id asc */
+static int cmp_k_desc_nl_id(const trow_t *x, const trow_t *y)
+{
+    if (x->b != y->b) {
+        if (x->b < 0) return 1;
+        if (y->b < 0) return -1;
+        return x->b > y->b ? -1 : 1;
+    }
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static const rowcmp_t *g_rowcmp;
+static int cmp_tfile(const void *x, const void *y)
+{
+    const tfile_t *a = x, *b = y;
+    if (!a->n || !b->n) return (a->n > 0) - (b->n > 0);
+    return (*g_rowcmp)(&a->rows[0], &b->rows[0]);
+}
+
+/* Every file sorted by cmp, and the files, ordered by their first rows, one
+ * sorted sequence (non-overlapping runs). Returns rows seen, their id sum. */
+static bool files_sorted(tfile_t *fs, size_t n, rowcmp_t cmp, int64_t *rows, int64_t *sum)
+{
+    g_rowcmp = &cmp;
+    qsort(fs, n, sizeof *fs, cmp_tfile);
+    g_rowcmp = NULL;
+    *rows = *sum = 0;
+    const trow_t *prev = NULL;
+    bool ok = true;
+    for (size_t f = 0; f < n; f++)
+        for (size_t i = 0; i < fs[f].n; i++) {
+            if (prev && cmp(prev, &fs[f].rows[i]) > 0) {
+                if (ok) fprintf(stderr, "out of order in file %zu row %zu: id %lld after %lld\n", f, i,
+                                (long long)fs[f].rows[i].id, (long long)prev->id);
+                ok = false;
+            }
+            prev = &fs[f].rows[i];
+            (*rows)++;
+            *sum += fs[f].rows[i].id;
+        }
+    return ok;
+}
+
+/* ids 0..n-1 shuffled over k commits: commit c holds ids c, c+k, c+2k ... */
+static void append_interleaved(fl_table_ops_t *ops, int64_t n, int k)
+{
+    int64_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int c = 0; c < k; c++) {
+        size_t m = 0;
+        for (int64_t i = c; i < n; i += k) ids[m++] = (i * 37) % n; /* 37 coprime with n: a permutation */
+        append_ids(ops, ids, m);
+    }
+    free(ids);
+}
+
+#define ORDER_ID_DESC "{\"order-id\":1,\"fields\":[{\"source-id\":1,\"transform\":\"identity\",\"direction\":\"desc\",\"null-order\":\"nulls-last\"}]}"
+#define PROPS_SNAPPY "{\"write.parquet.compression-codec\":\"snappy\"}"
+#define SCHEMA_STD                                                                                                 \
+    "{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"}," \
+    "{\"id\":2,\"name\":\"cat\",\"required\":false,\"type\":\"string\"},"                                           \
+    "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"                                        \
+    "{\"id\":4,\"name\":\"s\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["                         \
+    "{\"id\":5,\"name\":\"k\",\"required\":false,\"type\":\"int\"}]}}]}"
+
+/* Sort by one column (id desc): the rows come out in order across files whose
+ * id bounds do not overlap; rows preserved exactly, deletes applied; the files
+ * carry the sort order id. */
+FL_TEST(rewrite_sort_one_column_desc)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_schema(t, &ops, SCHEMA_STD, SPEC_NONE, PROPS_SNAPPY, ORDER_ID_DESC);
+    REQUIRE(t->md);
+    append_interleaved(&ops, 1200, 6);
+    int64_t gone[] = { 7, 500 };
+    REQUIRE(commit_delete(t, &ops, 2, NULL, NULL, gone, 2) > 0);
+    fl_rewrite_opts_t o = { .strategy = FL_REWRITE_SORT, .target_file_bytes = 4096, .min_file_bytes = 1 << 20 };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.strategy, FL_REWRITE_SORT);
+    CHECK_EQ(r.sort_order_id, 1);
+    CHECK_STR(r.note, "");
+    CHECK_EQ(r.groups_committed, 1);
+    CHECK_EQ(r.files_in, 6);
+    CHECK_EQ(r.records_out, 1198);
+    CHECK_EQ(r.sorted_runs, 1);
+    CHECK(r.files_out >= 3);
+    tfile_t *fs;
+    size_t n = read_files(t, &ops, &fs, 1);
+    CHECK_EQ(n, r.files_out);
+    int64_t rows, sum;
+    CHECK(files_sorted(fs, n, cmp_id_desc, &rows, &sum));
+    CHECK_EQ(rows, 1198);
+    CHECK_EQ(sum, id_sum(0, 1200) - 7 - 500);
+    /* bounds: in sorted order (id desc) each file's range lies wholly below the previous one's */
+    for (size_t f = 0; f < n; f++) {
+        CHECK(fs[f].has_order);
+        CHECK_EQ(fs[f].order_id, 1);
+        CHECK(fs[f].lo <= fs[f].hi);
+        if (f) CHECK(fs[f].hi < fs[f - 1].lo);
+    }
+    free_files(fs, n);
+    /* the bin-packed baseline of the same input overlaps: every file spans (almost) everything */
+    mem_table_free(t);
+    free(t);
+}
+
+/* Two columns, asc nulls-first then desc, in a partitioned table; and desc
+ * nulls-last then asc. */
+FL_TEST(rewrite_sort_two_columns_nulls)
+{
+    static const struct {
+        const char *order;
+        rowcmp_t cmp;
+        int32_t bound;
+    } cases[] = {
+        { "{\"order-id\":1,\"fields\":[{\"source-id\":2,\"transform\":\"identity\",\"direction\":\"asc\",\"null-order\":\"nulls-first\"},"
+          "{\"source-id\":1,\"transform\":\"identity\",\"direction\":\"desc\",\"null-order\":\"nulls-last\"}]}",
+          cmp_cat_nf_id_desc, 2 },
+        { "{\"order-id\":1,\"fields\":[{\"source-id\":5,\"transform\":\"identity\",\"direction\":\"desc\",\"null-order\":\"nulls-last\"},"
+          "{\"source-id\":1,\"transform\":\"identity\",\"direction\":\"asc\",\"null-order\":\"nulls-first\"}]}",
+          cmp_k_desc_nl_id, 5 },
+    };
+    for (size_t c = 0; c < 2; c++) {
+        mem_table_t *t = calloc(1, sizeof *t);
+        fl_table_ops_t ops;
+        mem_table_init_schema(t, &ops, SCHEMA_STD, SPEC_NONE, PROPS_SNAPPY, cases[c].order);
+        REQUIRE(t->md);
+        append_interleaved(&ops, 1000, 5);
+        fl_rewrite_opts_t o = { .strategy = FL_REWRITE_AUTO, .target_file_bytes = 4096, .min_file_bytes = 1 << 20 };
+        fl_rewrite_result_t r;
+        char err[512] = "";
+        REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+        CHECK_EQ(r.strategy, FL_REWRITE_SORT); /* auto with a sort order = sort */
+        CHECK(r.files_out >= 2);
+        tfile_t *fs;
+        size_t n = read_files(t, &ops, &fs, cases[c].bound);
+        int64_t rows, sum;
+        CHECK(files_sorted(fs, n, cases[c].cmp, &rows, &sum));
+        CHECK_EQ(rows, 1000);
+        CHECK_EQ(sum, id_sum(0, 1000));
+        /* nulls where the order puts them: the first file starts with a null cat
+         * (nulls-first), the last file ends with a null s.k (nulls-last) */
+        if (c == 0) CHECK_EQ(fs[0].rows[0].a, -1);
+        else CHECK_EQ(fs[n - 1].rows[fs[n - 1].n - 1].b, -1);
+        free_files(fs, n);
+        mem_table_free(t);
+        free(t);
+    }
+}
+
+/* Per partition: each partition's files are a sorted run of their own. */
+FL_TEST(rewrite_sort_per_partition)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_schema(t, &ops, SCHEMA_STD, SPEC_CAT, PROPS_SNAPPY, ORDER_ID_DESC);
+    REQUIRE(t->md);
+    append_interleaved(&ops, 900, 4);
+    fl_rewrite_opts_t o = { .strategy = FL_REWRITE_SORT, .target_file_bytes = 4096, .min_file_bytes = 1 << 20 };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.groups_committed, 4); /* c0 c1 c2 null */
+    CHECK_EQ(r.records_out, 900);
+    tfile_t *fs;
+    size_t n = read_files(t, &ops, &fs, 1);
+    int64_t total = 0;
+    for (int64_t cat = -1; cat < 3; cat++) {
+        tfile_t *part = calloc(n + 1, sizeof *part);
+        size_t m = 0;
+        for (size_t f = 0; f < n; f++)
+            if (fs[f].n && fs[f].rows[0].a == cat) part[m++] = fs[f];
+        int64_t rows, sum;
+        CHECK(files_sorted(part, m, cmp_id_desc, &rows, &sum));
+        for (size_t f = 1; f < m; f++) CHECK(part[f].hi < part[f - 1].lo);
+        total += rows;
+        free(part);
+    }
+    CHECK_EQ(total, 900);
+    free_files(fs, n);
+    mem_table_free(t);
+    free(t);
+}
+
+/* The memory cap splits a group into sorted runs: rows still all there, each run sorted. */
+FL_TEST(rewrite_sort_memory_cap_runs)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_schema(t, &ops, SCHEMA_STD, SPEC_NONE, PROPS_SNAPPY, ORDER_ID_DESC);
+    REQUIRE(t->md);
+    append_interleaved(&ops, 1000, 5);
+    fl_rewrite_opts_t o = { .strategy = FL_REWRITE_SORT, .min_file_bytes = 1 << 20, .sort_mem_bytes = 8192 };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK(r.sorted_runs > 1);
+    CHECK_EQ(r.records_out, 1000);
+    int64_t rows, sum;
+    size_t files;
+    scan_all(t, &ops, &rows, &sum, &files);
+    CHECK_EQ(rows, 1000);
+    CHECK_EQ(sum, id_sum(0, 1000));
+    mem_table_free(t);
+    free(t);
+}
+
+/* No sort order: sort and z-order bin-pack and say so; auto bin-packs quietly. */
+FL_TEST(rewrite_sort_without_order_falls_back)
+{
+    static const fl_rewrite_strategy_t asked[] = { FL_REWRITE_SORT, FL_REWRITE_ZORDER, FL_REWRITE_AUTO };
+    for (size_t c = 0; c < 3; c++) {
+        mem_table_t *t = calloc(1, sizeof *t);
+        fl_table_ops_t ops;
+        mem_table_init_spec(t, &ops, SPEC_NONE);
+        append_interleaved(&ops, 300, 3);
+        fl_rewrite_opts_t o = { .strategy = asked[c] };
+        fl_rewrite_result_t r;
+        char err[512] = "";
+        REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+        CHECK_EQ(r.strategy, FL_REWRITE_BINPACK);
+        CHECK_EQ(r.sorted_runs, 0);
+        CHECK_EQ(r.files_in, 3);
+        CHECK_EQ(r.files_out, 1);
+        if (asked[c] == FL_REWRITE_AUTO) CHECK_STR(r.note, "");
+        else CHECK(strstr(r.note, "needs a sort order on the table: bin-packed") != NULL);
+        tfile_t *fs;
+        size_t n = read_files(t, &ops, &fs, 1);
+        REQUIRE(n == 1);
+        CHECK(!fs[0].has_order);
+        /* bin-pack keeps the input order: not sorted by id */
+        int64_t rows, sum;
+        CHECK(!files_sorted(fs, n, cmp_id_desc, &rows, &sum) || rows < 2);
+        CHECK_EQ(sum, id_sum(0, 300));
+        free_files(fs, n);
+        mem_table_free(t);
+        free(t);
+    }
+}
+
+/* Z-order over (x, y): a 32x32 grid written in scrambled order; after the
+ * rewrite every aligned 8x8 block of points lies in one file (files hold whole
+ * z-ranges of 64 points), while the input spread each block over every file. */
+FL_TEST(rewrite_zorder_keeps_neighbours_together)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_schema(t, &ops,
+                          "{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"required\":true,"
+                          "\"type\":\"long\"},{\"id\":2,\"name\":\"x\",\"required\":false,\"type\":\"int\"},"
+                          "{\"id\":3,\"name\":\"y\",\"required\":false,\"type\":\"int\"}]}",
+                          SPEC_NONE, PROPS_SNAPPY,
+                          "{\"order-id\":1,\"fields\":[{\"source-id\":2,\"transform\":\"identity\",\"direction\":\"asc\","
+                          "\"null-order\":\"nulls-first\"},{\"source-id\":3,\"transform\":\"identity\",\"direction\":\"asc\","
+                          "\"null-order\":\"nulls-first\"}]}");
+    REQUIRE(t->md);
+    char err[512] = "";
+    for (int c = 0; c < 4; c++) {
+        fl_appender_t *a = NULL;
+        REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);
+        fl_vec_t b;
+        fl_vec_init(&b, fl_append_schema(a));
+        for (int i = c; i < 1024; i += 4) {
+            int p = (i * 37) % 1024;
+            fl_vec_append_struct(&b);
+            fl_vec_append_i64(&b.children[0], p);
+            fl_vec_append_i32(&b.children[1], p % 32);
+            fl_vec_append_i32(&b.children[2], p / 32);
+        }
+        int64_t sid;
+        REQUIRE(fl_append_write(a, &b, err, sizeof err) == FL_OK);
+        REQUIRE(fl_append_commit(a, NULL, 0, &sid, err, sizeof err) == FL_OK);
+        fl_vec_free(&b);
+        fl_append_free(a);
+    }
+    fl_rewrite_opts_t o = { .strategy = FL_REWRITE_ZORDER, .target_file_bytes = 2048, .min_file_bytes = 1 << 20 };
+    fl_rewrite_result_t r;
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.strategy, FL_REWRITE_ZORDER);
+    CHECK_EQ(r.records_out, 1024);
+    CHECK(r.files_out >= 4);
+    tfile_t *fs;
+    size_t n = read_files(t, &ops, &fs, 2);
+    int64_t rows = 0, sum = 0;
+    int *file_of = calloc(1024, sizeof *file_of);
+    size_t stripes = 0;
+    for (size_t f = 0; f < n; f++) {
+        CHECK(!fs[f].has_order); /* z-order is not the table's sort order */
+        int64_t x0 = 99, x1 = -1, y0 = 99, y1 = -1;
+        for (size_t i = 0; i < fs[f].n; i++) {
+            const trow_t *p = &fs[f].rows[i];
+            file_of[p->b * 32 + p->a] = (int)f;
+            rows++;
+            sum += p->id;
+            if (p->a < x0) x0 = p->a;
+            if (p->a > x1) x1 = p->a;
+            if (p->b < y0) y0 = p->b;
+            if (p->b > y1) y1 = p->b;
+        }
+        /* a stripe spans a whole axis (sorting by x alone makes every file one) */
+        stripes += x1 - x0 == 31 || y1 - y0 == 31;
+    }
+    CHECK(stripes * 2 < n);
+    CHECK_EQ(rows, 1024);
+    CHECK_EQ(sum, id_sum(0, 1024));
+    for (int by = 0; by < 32; by += 8)
+        for (int bx = 0; bx < 32; bx += 8) {
+            int f0 = file_of[by * 32 + bx];
+            for (int y = by; y < by + 8; y++)
+                for (int x = bx; x < bx + 8; x++) CHECK_EQ(file_of[y * 32 + x], f0);
+        }
+    free(file_of);
+    free_files(fs, n);
+    mem_table_free(t);
+    free(t);
+}
