@@ -4,8 +4,12 @@
     rows they read before, one data file per partition, totals in the summary;
   - Spark SQL merge-on-read DELETE/UPDATE/MERGE (position deletes) -> after compaction Spark
     and PyIceberg read exactly what Spark read before and no delete file is left;
-  - manifest merge: one manifest per commit merged into one, rows unchanged."""
+  - manifest merge: one manifest per commit merged into one, rows unchanged;
+  - `--strategy sort` on a PyIceberg table with a sort order (id desc): PyIceberg and DuckDB read
+    the same rows, every file's rows are in order and the files' id bounds (inspect.files) do not
+    overlap; z-order keeps the rows; sort on a table without a sort order bin-packs and says so."""
 import json
+import os
 
 import pytest
 
@@ -131,6 +135,109 @@ def test_compact_merges_manifests(floe, table_bucket):  # noqa: F811
     assert len(t.current_snapshot().manifests(t.io)) == 1
     assert t.current_snapshot().summary.operation.value == "replace"
     assert py_rows(t) == before
+
+
+# ---------------------------------------------------------------- sort and z-order strategies
+
+from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder  # noqa: E402
+
+ARROW_SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("cat", pa.string()),
+                          pa.field("v", pa.string())])
+
+
+def scrambled_appends(t, cat, ident, n, k):
+    """n rows over k PyIceberg appends, ids scrambled across them; v is ~128 random bytes of hex
+    so that a 1 MB target makes several output files."""
+    for c in range(k):
+        ids = [(i * 7919) % n for i in range(c, n, k)]
+        t = cat.load_table(ident)
+        t.append(pa.Table.from_pylist([{"id": i, "cat": CATS[i % 3] if i % 11 else None, "v": os.urandom(64).hex()}
+                                       for i in ids], schema=ARROW_SCHEMA))
+
+
+def file_bounds(t):
+    """(lower, upper, sort_order_id, path) of id per live data file, from PyIceberg's inspect.files."""
+    out = []
+    for f in t.inspect.files().to_pylist():
+        if f["content"] != 0:
+            continue
+        m = f["readable_metrics"]["id"]
+        out.append((m["lower_bound"], m["upper_bound"], f["sort_order_id"], f["file_path"]))
+    return sorted(out)
+
+
+def test_compact_sort_strategy_orders_files(floe, table_bucket):  # noqa: F811
+    cat = load_rest_catalog(floe, table_bucket)
+    ns = unique("cmps")
+    cat.create_namespace(ns)
+    ident = "%s.ev" % ns
+    order = SortOrder(SortField(source_id=1, transform=IdentityTransform(), direction=SortDirection.DESC,
+                                null_order=NullOrder.NULLS_LAST))
+    t = cat.create_table(ident, schema=SCHEMA, sort_order=order)
+    assert t.sort_order().order_id == 1
+    scrambled_appends(t, cat, ident, 24000, 6)
+    t = cat.load_table(ident)
+    before = py_rows(t)
+    assert len(before) == 24000 and duck_rows(t) == before
+    # PyIceberg does not sort on write: the input files all span (almost) every id
+    assert all(hi - lo > 20000 for lo, hi, _, _ in file_bounds(t))
+
+    r = compact(floe, table_bucket, ident, "--strategy", "sort", "--target-file-size-mb", "1")
+    assert r["strategy"] == "sort" and r["sortOrderId"] == 1 and r["note"] == "", r
+    assert r["filesIn"] == 6 and r["filesOut"] >= 2 and r["recordsIn"] == r["recordsOut"] == 24000, r
+    assert r["groupsCommitted"] == 1 and r["sortedRuns"] == 1, r
+
+    t = cat.load_table(ident)
+    assert py_rows(t) == before
+    assert duck_rows(t) == before
+    bounds = file_bounds(t)
+    assert len(bounds) == r["filesOut"]
+    for (lo, hi, order_id, _), nxt in zip(bounds, bounds[1:] + [None]):
+        assert order_id == 1
+        assert lo <= hi
+        if nxt:
+            assert hi < nxt[0], bounds  # non-overlapping id ranges
+    # each file's rows in the table's order (id descending), read by pyarrow
+    import pyarrow.parquet as pq
+    for _, _, _, path in bounds:
+        ids = pq.read_table(pa.BufferReader(t.io.new_input(path).open().read())).column("id").to_pylist()
+        assert ids == sorted(ids, reverse=True)
+    assert t.current_snapshot().summary.operation.value == "replace"
+    # a filter on id now prunes to one file
+    assert len(list(t.scan(row_filter="id = 12345").plan_files())) == 1
+
+    # z-order (over the order's one column: the same order, ascending) with the table's own target:
+    # every file is small again and the lot becomes one file, every row kept
+    scrambled_appends(t, cat, ident, 3000, 3)
+    t = cat.load_table(ident)
+    before = py_rows(t)
+    r = compact(floe, table_bucket, ident, "--strategy", "z-order")
+    assert r["strategy"] == "z-order" and r["recordsIn"] == r["recordsOut"] == 27000, r
+    assert r["filesOut"] == 1 and r["sortOrderId"] == 1, r
+    t = cat.load_table(ident)
+    assert py_rows(t) == before
+    (lo, hi, order_id, path), = file_bounds(t)
+    assert order_id is None  # z-order is not the table's sort order
+    ids = pq.read_table(pa.BufferReader(t.io.new_input(path).open().read())).column("id").to_pylist()
+    assert ids == sorted(ids)
+
+
+def test_compact_sort_without_sort_order_bin_packs(floe, table_bucket):  # noqa: F811
+    cat = load_rest_catalog(floe, table_bucket)
+    ns = unique("cmpn")
+    cat.create_namespace(ns)
+    ident = "%s.ev" % ns
+    t = cat.create_table(ident, schema=SCHEMA)
+    scrambled_appends(t, cat, ident, 600, 3)
+    t = cat.load_table(ident)
+    before = py_rows(t)
+    r = compact(floe, table_bucket, ident, "--strategy", "sort")
+    assert r["strategy"] == "binpack" and r["strategyAsked"] == "sort", r
+    assert r["note"] == "strategy sort needs a sort order on the table: bin-packed", r
+    assert r["status"] == "Successful" and r["filesIn"] == 3 and r["filesOut"] == 1, r
+    t = cat.load_table(ident)
+    assert py_rows(t) == before
+    assert [b[2] for b in file_bounds(t)] == [None]  # not written in a sort order
 
 
 # ---------------------------------------------------------------- Spark merge-on-read deletes

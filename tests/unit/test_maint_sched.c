@@ -216,6 +216,67 @@ static fl_err_t count_noncurrent(void *arg, const char *uri, uint64_t size, int6
 /* Unreferenced-file removal run by the scheduler in-process: picked when it never ran, an
  * old orphan moved to the noncurrent prefix through the store-level copy, not picked again
  * within a day. */
+/* The table's icebergCompaction strategy reaches the rewrite: sort on a table
+ * without a sort order bin-packs and says so in the run's message; with a sort
+ * order, auto sorts (the new files carry the order's id) and says nothing. */
+FL_TEST(maint_compaction_strategy_from_configuration)
+{
+    maint_fix_t f;
+    REQUIRE(maint_fix_open(&f) == 0);
+    fl_table_t t;
+    REQUIRE(maint_fix_table(&f, "st", &t) == 0);
+    fl_maint_ops_ctx_t ctx;
+    fl_table_ops_t ops;
+    REQUIRE(fl_maint_table_ops(&ctx, f.svc, &t, &ops) == FL_OK);
+    fl_maint_cfg_t cfg = { .svc = f.svc, .min_small_files = 2, .owner = "test-node" };
+    fl_maint_t *m = fl_maint_new(&cfg);
+    int64_t now = fl_now_ms();
+    char kind[96];
+    snprintf(kind, sizeof kind, "maintenance:%s", FL_MAINT_COMPACTION);
+    REQUIRE(fl_catalog_doc_put(f.cat, t.arn, kind, "{\"status\":\"enabled\",\"settings\":{\"icebergCompaction\":"
+                                                   "{\"targetFileSizeMB\":512,\"strategy\":\"sort\"}}}") == FL_OK);
+    for (int k = 0; k < 3; k++) REQUIRE(maint_fix_append(&ops, k * 10, 10) > 0);
+    t = reload(&f, "st");
+    fl_maint_run_t r;
+    CHECK_EQ(fl_maint_run_job(m, &t, FL_MAINT_JOB_COMPACTION, now, &r), FL_OK);
+    CHECK_STR(r.status, "Successful");
+    CHECK_EQ(r.files_in, 6);
+    CHECK_STR(r.message, "strategy sort needs a sort order on the table: bin-packed");
+
+    /* a sort order (id desc), auto */
+    json_t *u = json_loads("[{\"action\":\"add-sort-order\",\"sort-order\":{\"order-id\":1,\"fields\":[{\"source-id\":1,"
+                           "\"transform\":\"identity\",\"direction\":\"desc\",\"null-order\":\"nulls-last\"}]}},"
+                           "{\"action\":\"set-default-sort-order\",\"sort-order-id\":-1}]", 0, NULL), *md = NULL;
+    int st = 0;
+    char err[256] = "";
+    ops.commit(ops.ctx, NULL, u, &md, &st, err, sizeof err);
+    json_decref(u);
+    json_decref(md);
+    REQUIRE(st == 200);
+    REQUIRE(fl_catalog_doc_delete(f.cat, t.arn, kind) == FL_OK); /* the default: auto */
+    for (int k = 3; k < 6; k++) REQUIRE(maint_fix_append(&ops, k * 10, 10) > 0);
+    t = reload(&f, "st");
+    CHECK_EQ(fl_maint_run_job(m, &t, FL_MAINT_JOB_COMPACTION, now + 1000, &r), FL_OK);
+    CHECK_STR(r.status, "Successful");
+    CHECK_STR(r.message, "");
+    CHECK_EQ(r.files_in, 8);
+    json_t *cur = NULL;
+    char *loc = NULL;
+    REQUIRE(ops.load(ops.ctx, &cur, &loc, err, sizeof err) == FL_OK);
+    fl_scan_plan_t plan;
+    REQUIRE(fl_scan_plan(&ops, cur, -1, &plan, err, sizeof err) == FL_OK);
+    CHECK_EQ(plan.n_files, 2);
+    for (size_t i = 0; i < plan.n_files; i++) {
+        CHECK(plan.files[i].has_sort_order_id);
+        CHECK_EQ(plan.files[i].sort_order_id, 1);
+    }
+    fl_scan_plan_free(&plan);
+    json_decref(cur);
+    free(loc);
+    fl_maint_free(m);
+    maint_fix_close(&f);
+}
+
 FL_TEST(maint_unreferenced_in_process)
 {
     maint_fix_t f;
