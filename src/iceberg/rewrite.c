@@ -369,7 +369,7 @@ typedef struct cand {
     bool has_deletes;
 } cand_t;
 
-static const state_t *g_sort_state; /* qsort context: set only around the sort below */
+static _Thread_local const state_t *g_sort_state; /* qsort context of this thread: set only around the sort below */
 
 static int cmp_cand(const void *x, const void *y)
 {
@@ -514,7 +514,7 @@ typedef struct eqset {
     size_t *order;              /* sorted key order */
 } eqset_t;
 
-static const eqset_t *g_eq; /* qsort context */
+static _Thread_local const eqset_t *g_eq; /* qsort context of this thread (maintenance runs jobs on several) */
 
 static int cmp_key(const eqset_t *s, size_t a, const void *p, size_t n)
 {
