@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet compat compat-quick demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact compat compat-quick demo clean
 
 all: build
 
@@ -59,6 +59,9 @@ bench-catalog: build
 
 bench-parquet: deps build
 	@.venv/bin/python bench/parquet.py
+
+bench-compact: deps build
+	@.venv/bin/python bench/compact_vs_spark.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

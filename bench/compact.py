@@ -44,7 +44,8 @@ def main():
     s3p, catp = free_port(), free_port()
     env = dict(os.environ, FLOE_ROOT_ACCESS_KEY_ID=KEY, FLOE_ROOT_SECRET_ACCESS_KEY=SECRET)
     proc = subprocess.Popen([a.floe, "serve", "--data-dir", data, "--s3-listen", "127.0.0.1:%d" % s3p,
-                             "--catalog-listen", "127.0.0.1:%d" % catp, "--region", REGION],
+                             "--catalog-listen", "127.0.0.1:%d" % catp, "--region", REGION,
+                             "--maintenance-interval", "0"],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
