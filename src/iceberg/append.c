@@ -73,15 +73,15 @@ struct fl_appender {
 };
 
 
-static const char *prop(json_t *md, const char *key)
+const char *fl_append_prop(json_t *md, const char *key)
 {
     json_t *p = json_object_get(json_object_get(md, "properties"), key);
     return json_is_string(p) ? json_string_value(p) : NULL;
 }
 
-static int64_t prop_i64(json_t *md, const char *key, int64_t def)
+int64_t fl_append_prop_i64(json_t *md, const char *key, int64_t def)
 {
-    const char *s = prop(md, key);
+    const char *s = fl_append_prop(md, key);
     if (!s) return def;
     char *end;
     errno = 0;
@@ -155,15 +155,15 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
         a->pq = a->opts.parquet;
     } else {
         fl_pq_write_opts_default(&a->pq);
-        const char *codec = prop(a->md, "write.parquet.compression-codec");
+        const char *codec = fl_append_prop(a->md, "write.parquet.compression-codec");
         if (codec && fl_codec_parse(codec, &a->pq.codec)) {
             e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "unsupported write.parquet.compression-codec \"%s\"", codec);
             goto fail;
         }
-        a->pq.level = (int)prop_i64(a->md, "write.parquet.compression-level", 0);
-        a->pq.page_bytes = (size_t)prop_i64(a->md, "write.parquet.page-size-bytes", (int64_t)a->pq.page_bytes);
-        a->pq.row_group_bytes = (size_t)prop_i64(a->md, "write.parquet.row-group-size-bytes", (int64_t)a->pq.row_group_bytes);
-        a->pq.dict_page_bytes = (size_t)prop_i64(a->md, "write.parquet.dict-size-bytes", (int64_t)a->pq.dict_page_bytes);
+        a->pq.level = (int)fl_append_prop_i64(a->md, "write.parquet.compression-level", 0);
+        a->pq.page_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.page-size-bytes", (int64_t)a->pq.page_bytes);
+        a->pq.row_group_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.row-group-size-bytes", (int64_t)a->pq.row_group_bytes);
+        a->pq.dict_page_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.dict-size-bytes", (int64_t)a->pq.dict_page_bytes);
     }
     /* Metrics modes: the writer keeps bounds long enough for every column;
      * finish_file cuts them to each column's mode. */
@@ -171,7 +171,7 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
     a->pq.stats_truncate = fl_metrics_policy_writer_truncate(&a->metrics);
     a->target_bytes = a->opts.target_file_bytes > 0
                           ? a->opts.target_file_bytes
-                          : prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
+                          : fl_append_prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
     json_t *cur = NULL;
     json_t *schemas = json_object_get(a->md, "schemas");
     size_t i;
@@ -187,8 +187,8 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
     }
     const char *loc = json_string_value(json_object_get(a->md, "location"));
     if (!loc || !*loc) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "table metadata has no location"); goto fail; }
-    const char *dp = prop(a->md, "write.data.path");
-    const char *mp = prop(a->md, "write.metadata.path");
+    const char *dp = fl_append_prop(a->md, "write.data.path");
+    const char *mp = fl_append_prop(a->md, "write.metadata.path");
     a->data_path = dp ? fl_strdup(dp) : join_path(loc, "data");
     a->metadata_path = mp ? fl_strdup(mp) : join_path(loc, "metadata");
     fl_uuid4(a->write_uuid);

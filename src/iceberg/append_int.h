@@ -17,6 +17,10 @@ json_t *fl_append_find_snapshot(json_t *md, int64_t id);
 int64_t fl_append_main_snapshot(json_t *md);
 /* A snapshot summary's numeric string value; *ok = false when absent. */
 int64_t fl_append_summary_i64(json_t *snap, const char *key, bool *ok);
+/* Table property key of md (borrowed), or NULL. */
+const char *fl_append_prop(json_t *md, const char *key);
+/* Table property key of md as a positive integer; def when absent or not one. */
+int64_t fl_append_prop_i64(json_t *md, const char *key, int64_t def);
 /* o[k] = the decimal string of v. */
 void fl_append_set_num(json_t *o, const char *k, int64_t v);
 /* Append one partition value to a tuple key (null-tagged, length-prefixed

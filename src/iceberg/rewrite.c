@@ -81,21 +81,6 @@ typedef struct state {
     size_t n_dels;
 } state_t;
 
-static const char *prop(json_t *md, const char *key)
-{
-    json_t *p = json_object_get(json_object_get(md, "properties"), key);
-    return json_is_string(p) ? json_string_value(p) : NULL;
-}
-
-static int64_t prop_i64(json_t *md, const char *key, int64_t def)
-{
-    const char *s = prop(md, key);
-    if (!s) return def;
-    char *end;
-    long long v = strtoll(s, &end, 10);
-    return (*end || v <= 0) ? def : (int64_t)v;
-}
-
 static const fl_part_spec_t *spec_by_id(const job_t *j, int32_t id)
 {
     for (size_t i = 0; i < j->n_specs; i++)
@@ -178,7 +163,7 @@ static fl_err_t job_open(job_t *j, const fl_table_ops_t *ops, const fl_rewrite_o
     if (!spec_by_id(j, j->default_spec))
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "the default partition spec does not bind to the schema");
     j->target = j->o.target_file_bytes > 0 ? j->o.target_file_bytes
-                                           : prop_i64(j->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
+                                           : fl_append_prop_i64(j->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
     j->min_bytes = j->o.min_file_bytes > 0 ? j->o.min_file_bytes : j->target / 4 * 3;
     j->max_commit = j->o.max_commit_bytes > 0 ? j->o.max_commit_bytes : DEFAULT_MAX_COMMIT_BYTES;
     if (j->o.min_input_files <= 0) j->o.min_input_files = 2;
@@ -200,7 +185,7 @@ static fl_err_t job_open(job_t *j, const fl_table_ops_t *ops, const fl_rewrite_o
         res->strategy = j->strategy;
         res->sort_order_id = j->strategy != FL_REWRITE_BINPACK ? j->order.order_id : 0;
     }
-    const char *mp = prop(j->md, "write.metadata.path");
+    const char *mp = fl_append_prop(j->md, "write.metadata.path");
     const char *loc = json_string_value(json_object_get(j->md, "location"));
     if (mp) {
         j->metadata_path = fl_strdup(mp);
@@ -210,7 +195,7 @@ static fl_err_t job_open(job_t *j, const fl_table_ops_t *ops, const fl_rewrite_o
         fl_buf_printf(&b, "%s/metadata", loc ? loc : "");
         j->metadata_path = fl_buf_steal(&b);
     }
-    const char *nm = prop(j->md, "schema.name-mapping.default");
+    const char *nm = fl_append_prop(j->md, "schema.name-mapping.default");
     if (nm) j->name_mapping = fl_strdup(nm);
     return FL_OK;
 }
@@ -1316,7 +1301,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
 static fl_err_t merge_manifests(job_t *j, char *err, size_t errlen)
 {
     int64_t target = j->o.manifest_target_bytes > 0 ? j->o.manifest_target_bytes
-                                                    : prop_i64(j->md, "commit.manifest.target-size-bytes", DEFAULT_MANIFEST_TARGET);
+                                                    : fl_append_prop_i64(j->md, "commit.manifest.target-size-bytes", DEFAULT_MANIFEST_TARGET);
     int64_t sid = fl_append_new_snapshot_id(j->md);
     fl_err_t e = FL_OK;
     for (int attempt = 1;; attempt++) {
