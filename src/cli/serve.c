@@ -9,11 +9,13 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
+#include "base/uuid.h"
 #include "cli/cli.h"
 #include "net/http.h"
 #include "meta/catalog.h"
 #include "store/store.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +25,7 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
@@ -58,6 +61,35 @@ static void usage(FILE *f)
     for (int i = 0; i < OPT__COUNT; i++)
         fprintf(f, "  --%-24s %-28s %-16s %s\n", opts[i].name, opts[i].env,
                 opts[i].def[0] ? opts[i].def : "-", opts[i].help);
+}
+
+/* This node's id, kept in dir/node-id (made once, a UUID): the owner of its
+ * maintenance leases, stable across restarts so that a restarted node frees
+ * what its killed process held (maint/sched.h). The data dir's store lock
+ * keeps two processes from being one node. */
+static bool node_id(const char *dir, char out[37])
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/node-id", dir);
+    bool ok = false;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, 36);
+        out[n > 0 ? n : 0] = 0;
+        ok = n == 36;
+        if (!ok) errno = n < 0 ? errno : EINVAL;
+        goto out;
+    }
+    if (errno != ENOENT) goto out;
+    fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) goto out;
+    fl_uuid4(out);
+    ok = write(fd, out, 36) == 36 && fsync(fd) == 0;
+    if (!ok) unlink(path);
+out:
+    if (fd >= 0) close(fd);
+    if (!ok) fl_error("cannot read or make the node id %s: %s", path, strerror(errno));
+    return ok;
 }
 
 static bool truthy(const char *v)
@@ -235,7 +267,10 @@ int fl_cmd_serve(int argc, char **argv)
         fl_error("--maintenance-interval wants seconds (0 = off) and --maintenance-threads 1-%d", FL_MAINT_MAX_THREADS);
         goto out;
     }
-    fl_maint_cfg_t mcfg = { .svc = svc, .interval_ms = (int64_t)(interval_s * 1000), .threads = (int)threads };
+    char node[37];
+    if (!node_id(dir, node)) goto out;
+    fl_maint_cfg_t mcfg = { .svc = svc, .interval_ms = (int64_t)(interval_s * 1000), .threads = (int)threads,
+                            .owner = node };
     maint = fl_maint_new(&mcfg);
     if (fl_maint_start(maint)) goto out;
 

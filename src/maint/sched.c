@@ -656,7 +656,14 @@ fl_maint_t *fl_maint_new(const fl_maint_cfg_t *cfg)
 
 fl_err_t fl_maint_start(fl_maint_t *m)
 {
-    if (m->cfg.interval_ms <= 0 || m->started) return FL_OK;
+    if (m->started) return FL_OK;
+    /* leases this owner still holds are a killed process's: no job runs under them */
+    int freed = 0;
+    if (fl_catalog_maint_release_owner(fl_tablesvc_cfg(m->cfg.svc)->cat, m->owner, &freed))
+        fl_warn("maintenance: cannot free the leases of %s", m->owner);
+    else if (freed)
+        fl_info("maintenance: freed %d lease%s %s held before a restart", freed, freed == 1 ? "" : "s", m->owner);
+    if (m->cfg.interval_ms <= 0) return FL_OK;
     m->workers = fl_calloc((size_t)m->cfg.threads, sizeof *m->workers);
     for (int i = 0; i < m->cfg.threads; i++) {
         m->workers[i].m = m;

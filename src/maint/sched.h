@@ -52,7 +52,10 @@ typedef struct fl_maint_cfg {
     int64_t lease_ms;             /* 0 = FL_MAINT_LEASE_MS */
     int min_small_files;          /* 0 = FL_MAINT_MIN_SMALL_FILES */
     int max_jobs_per_pass;        /* tables queued per pass; 0 = FL_MAINT_JOBS_PER_PASS */
-    const char *owner;            /* lease owner (node id); NULL = "host:pid:random" */
+    const char *owner;            /* lease owner: a node id stable across restarts (serve: the
+                                     data dir's node-id), never shared by two live processes;
+                                     fl_maint_start frees the leases it still holds (a killed
+                                     process's). NULL = "host:pid:random" (nothing to reclaim) */
     const char *tmp_dir;          /* staging for compaction; NULL = $TMPDIR or /tmp */
 } fl_maint_cfg_t;
 
@@ -64,7 +67,9 @@ enum { FL_MAINT_JOB_COMPACTION = 1u << 0, FL_MAINT_JOB_SNAPSHOTS = 1u << 1, FL_M
 /* Makes the scheduler (no threads yet) and registers its metrics. cfg is
  * copied (strings too); svc is borrowed and must outlive it. */
 fl_maint_t *fl_maint_new(const fl_maint_cfg_t *cfg);
-/* Starts the scheduler thread and the workers (nothing if interval_ms <= 0). */
+/* Frees the leases the owner still holds (its previous process was killed
+ * mid-job), then starts the scheduler thread and the workers (none if
+ * interval_ms <= 0). */
 fl_err_t fl_maint_start(fl_maint_t *m);
 /* Stops (cancelling running jobs), joins the threads, unregisters the
  * metrics, frees. NULL is ignored. */

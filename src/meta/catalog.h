@@ -163,6 +163,11 @@ fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char
                                     int64_t lease_ms);
 /* Frees the lease if owner holds it (else nothing happens). */
 fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner);
+/* Frees every lease owner holds (freed: how many). For a node starting up:
+ * a lease its previous process held when it died (SIGKILL, crash) names no
+ * running job, and would otherwise block the table until it expires. Only
+ * the one process that is this owner may call it. */
+fl_err_t fl_catalog_maint_release_owner(fl_catalog_t *c, const char *owner, int *freed);
 
 typedef struct fl_maint_run {
     int64_t id;                        /* filled by fl_catalog_maint_run_add */

@@ -85,7 +85,7 @@ enum {
     ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
     ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
     ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
-    ST_M_CLAIM, ST_M_BEAT, ST_M_FREE, ST_M_DEL_ARN, ST_R_INS, ST_R_PRUNE, ST_R_LIST, ST_R_DEL_ARN,
+    ST_M_CLAIM, ST_M_BEAT, ST_M_FREE, ST_M_FREE_OWNER, ST_M_DEL_ARN, ST_R_INS, ST_R_PRUNE, ST_R_LIST, ST_R_DEL_ARN,
     ST_COUNT
 };
 
@@ -152,6 +152,7 @@ static const char *const st_sql[ST_COUNT] = {
     [ST_M_BEAT] = "UPDATE maintenance_jobs SET heartbeat_ms = ?4, lease_until_ms = ?5"
                   " WHERE table_arn = ?1 AND owner = ?3",
     [ST_M_FREE] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE table_arn = ?1 AND owner = ?3",
+    [ST_M_FREE_OWNER] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE owner = ?3",
     [ST_M_DEL_ARN] = "DELETE FROM maintenance_jobs WHERE table_arn = ?1",
     [ST_R_INS] = "INSERT INTO maintenance_runs(table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in,"
                  " files_out, bytes_out, snapshots_removed, objects_removed, commits, message)"
@@ -859,7 +860,7 @@ out:
 /* ---- maintenance leases and runs ---- */
 
 static fl_err_t lease_write(fl_catalog_t *c, int which, const char *arn, const char *type, const char *owner,
-                            int64_t now_ms, int64_t until_ms, const char *what)
+                            int64_t now_ms, int64_t until_ms, const char *what, int *changed)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -869,12 +870,14 @@ static fl_err_t lease_write(fl_catalog_t *c, int which, const char *arn, const c
     fl_sqlite_bind_str(st, 1, arn);
     if (which == ST_M_CLAIM) fl_sqlite_bind_str(st, 2, type);
     fl_sqlite_bind_str(st, 3, owner);
-    if (which != ST_M_FREE) {
+    bool frees = which == ST_M_FREE || which == ST_M_FREE_OWNER;
+    if (!frees) {
         sqlite3_bind_int64(st, 4, now_ms);
         sqlite3_bind_int64(st, 5, until_ms);
     }
     if ((err = fl_sqlite_done(k, st, what))) goto out;
-    if (sqlite3_changes(k->db) == 0 && which != ST_M_FREE)
+    if (changed) *changed = sqlite3_changes(k->db);
+    if (sqlite3_changes(k->db) == 0 && !frees)
         err = which == ST_M_CLAIM ? FL_ERR_CONFLICT : FL_ERR_NOT_FOUND;
 out:
     err = fl_sqlite_end(c->db, k, err);
@@ -886,18 +889,25 @@ fl_err_t fl_catalog_maint_claim(fl_catalog_t *c, const char *arn, const char *ty
                                 int64_t now_ms, int64_t lease_ms)
 {
     if (!owner || !*owner) return FL_ERR_INVALID;
-    return lease_write(c, ST_M_CLAIM, arn, type, owner, now_ms, now_ms + lease_ms, "maintenance claim");
+    return lease_write(c, ST_M_CLAIM, arn, type, owner, now_ms, now_ms + lease_ms, "maintenance claim", NULL);
 }
 
 fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
                                     int64_t lease_ms)
 {
-    return lease_write(c, ST_M_BEAT, arn, NULL, owner, now_ms, now_ms + lease_ms, "maintenance heartbeat");
+    return lease_write(c, ST_M_BEAT, arn, NULL, owner, now_ms, now_ms + lease_ms, "maintenance heartbeat", NULL);
 }
 
 fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner)
 {
-    return lease_write(c, ST_M_FREE, arn, NULL, owner, 0, 0, "maintenance release");
+    return lease_write(c, ST_M_FREE, arn, NULL, owner, 0, 0, "maintenance release", NULL);
+}
+
+fl_err_t fl_catalog_maint_release_owner(fl_catalog_t *c, const char *owner, int *freed)
+{
+    if (freed) *freed = 0;
+    if (!owner || !*owner) return FL_ERR_INVALID;
+    return lease_write(c, ST_M_FREE_OWNER, NULL, NULL, owner, 0, 0, "maintenance release all", freed);
 }
 
 fl_err_t fl_catalog_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc)

@@ -1,6 +1,7 @@
 /* maint/sched.h and the catalog store's leases and run records: claims (two
  * claimers, one wins; racing threads, one wins; an expired lease is
- * reclaimed, its old holder's heartbeat fails), need-based picking
+ * reclaimed, its old holder's heartbeat fails; a restarted node frees its
+ * own leases at start), need-based picking
  * (compaction at N small files, expiry beyond the retention, disabled
  * configuration, gc.enabled=false recorded as Disabled), and a run recorded
  * with the status GetTableMaintenanceJobStatus reads. */
@@ -41,6 +42,36 @@ FL_TEST(maint_lease_one_claimer_wins_and_expiry_reclaims)
              FL_ERR_CONFLICT);
     CHECK_EQ(fl_catalog_maint_release(f.cat, ARN, "node-b"), FL_OK);
     CHECK_EQ(fl_catalog_maint_claim(f.cat, ARN, "icebergCompaction", "node-c", now + 30000 + lease + 3, lease), FL_OK);
+    maint_fix_close(&f);
+}
+
+/* A node killed mid-job restarts under the same owner (serve's node id): its
+ * start frees the leases it held, not another node's, so its tables do not
+ * wait out the lease. */
+FL_TEST(maint_restarted_node_frees_its_own_leases)
+{
+    maint_fix_t f;
+    REQUIRE(maint_fix_open(&f) == 0);
+    const char *other = "arn:aws:s3tables:us-east-1:000000000000:bucket/lake/table/y";
+    int64_t now = fl_now_ms(), lease = FL_MAINT_LEASE_MS;
+    CHECK_EQ(fl_catalog_maint_claim(f.cat, ARN, "icebergCompaction", "node-a", now, lease), FL_OK);
+    CHECK_EQ(fl_catalog_maint_claim(f.cat, other, "icebergCompaction", "node-b", now, lease), FL_OK);
+    int freed = -1;
+    CHECK_EQ(fl_catalog_maint_release_owner(f.cat, "node-c", &freed), FL_OK);
+    CHECK_EQ(freed, 0);
+    CHECK_EQ(fl_catalog_maint_release_owner(f.cat, "", &freed), FL_ERR_INVALID);
+    /* node-a restarts: fl_maint_start frees its lease (interval 0: no threads) */
+    fl_maint_cfg_t cfg = { .svc = f.svc, .owner = "node-a" };
+    fl_maint_t *m = fl_maint_new(&cfg);
+    CHECK_EQ(fl_maint_start(m), FL_OK);
+    fl_maint_free(m);
+    CHECK_EQ(fl_catalog_maint_claim(f.cat, ARN, "icebergCompaction", "node-a", now + 1, lease), FL_OK);
+    CHECK_EQ(fl_catalog_maint_release_owner(f.cat, "node-a", &freed), FL_OK);
+    CHECK_EQ(freed, 1);
+    CHECK_EQ(fl_catalog_maint_claim(f.cat, ARN, "icebergCompaction", "node-c", now + 2, lease), FL_OK);
+    /* node-b's lease is untouched */
+    CHECK_EQ(fl_catalog_maint_claim(f.cat, other, "icebergCompaction", "node-a", now + 2, lease), FL_ERR_CONFLICT);
+    CHECK_EQ(fl_catalog_maint_heartbeat(f.cat, other, "node-b", now + 3, lease), FL_OK);
     maint_fix_close(&f);
 }
 
