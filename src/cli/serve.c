@@ -31,6 +31,16 @@ enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
        OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT__COUNT };
 
+/* http://HOST:PORT for a listen address and the port it got (a wildcard host
+ * is shown as 127.0.0.1; port 0 in the address is the bound port). */
+static void listen_url(const char *listen, int port, char *out, size_t cap)
+{
+    const char *colon = strrchr(listen, ':');
+    int hl = colon ? (int)(colon - listen) : 0;
+    bool wild = hl == 0 || !strncmp(listen, "0.0.0.0", (size_t)hl) || !strncmp(listen, "[::]", (size_t)hl);
+    snprintf(out, cap, "http://%.*s:%d", wild ? 9 : hl, wild ? "127.0.0.1" : listen, port);
+}
+
 /* The configuration keys: flag name (also the config-file key), environment
  * variable, default, help. */
 static const struct {
@@ -234,14 +244,7 @@ int fl_cmd_serve(int argc, char **argv)
     cat = fl_catalog_open(catpath);
     if (!cat) goto out;
     if (vals[OPT_PUBLIC_S3][0]) snprintf(public_s3, sizeof public_s3, "%s", vals[OPT_PUBLIC_S3]);
-    else {
-        /* the listen host, unless it is a wildcard */
-        const char *l = vals[OPT_S3_LISTEN], *colon = strrchr(l, ':');
-        int hl = colon ? (int)(colon - l) : 0;
-        bool wild = hl == 0 || !strncmp(l, "0.0.0.0", (size_t)hl) || !strncmp(l, "[::]", (size_t)hl);
-        snprintf(public_s3, sizeof public_s3, "http://%.*s:%d", wild ? 9 : hl, wild ? "127.0.0.1" : l,
-                 fl_http_server_port(s3srv));
-    }
+    else listen_url(vals[OPT_S3_LISTEN], fl_http_server_port(s3srv), public_s3, sizeof public_s3);
     if (strcmp(vals[OPT_ARN_STYLE], "aws") && strcmp(vals[OPT_ARN_STYLE], "osstables")) {
         fl_error("--arn-style must be 'aws' or 'osstables'");
         goto out;
@@ -277,9 +280,11 @@ int fl_cmd_serve(int argc, char **argv)
     if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
     printf("floe serve\n");
     printf("  data dir        %s\n", dir);
-    printf("  S3 data plane   http://%s (port %d)\n", vals[OPT_S3_LISTEN], fl_http_server_port(s3srv));
-    printf("  S3 Tables API   http://%s (port %d)\n", vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv));
-    printf("  Iceberg REST    http://%s/iceberg\n", vals[OPT_CATALOG_LISTEN]);
+    char cat_url[512];
+    listen_url(vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv), cat_url, sizeof cat_url);
+    printf("  S3 data plane   %s (port %d)\n", public_s3, fl_http_server_port(s3srv));
+    printf("  S3 Tables API   %s (port %d)\n", cat_url, fl_http_server_port(catsrv));
+    printf("  Iceberg REST    %s/iceberg\n", cat_url);
     printf("  region          %s\n", vals[OPT_REGION]);
     if (mcfg.interval_ms > 0)
         printf("  maintenance     every %gs, %ld thread%s\n", interval_s, threads, threads == 1 ? "" : "s");
