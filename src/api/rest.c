@@ -115,14 +115,9 @@ static fl_tmeta_t *load_meta(rctx_t *x, const fl_table_t *t)
 /* ------------------------------------------------------------------ */
 /* request helpers                                                      */
 
-/* Query parameter `name`, decoded, copied into out (reset first). */
-static bool qparam(const rctx_t *x, const char *name, fl_buf_t *out)
-{
-    const char *v = fl_query_get(&x->q, name);
-    if (!v) return false;
-    fl_buf_reset(out);
-    return fl_buf_add(out, v, strlen(v) + 1) == FL_OK && (out->len--, true);
-}
+/* Query parameter `name`, decoded (NUL-free: the parser refuses one), borrowed from the
+ * request; NULL when absent. */
+static const char *qparam(const rctx_t *x, const char *name) { return fl_query_get(&x->q, name); }
 
 #define name_ok fl_tablesvc_name_ok
 
@@ -287,29 +282,27 @@ typedef struct route {
 /* namespaces                                                           */
 
 /* pageToken / pageSize: max (0 = all) and after (NULL = start). false after rendering 400. */
-static bool paging(rctx_t *x, fl_buf_t *tok, int *max, const char **after)
+static bool paging(rctx_t *x, int *max, const char **after)
 {
-    fl_buf_t ps;
-    fl_buf_init(&ps, 64);
     *max = 0;
     *after = NULL;
-    if (qparam(x, "pageSize", &ps)) {
+    const char *ps = qparam(x, "pageSize");
+    if (ps) {
         char *end = NULL;
-        long v = ps.ptr ? strtol(ps.ptr, &end, 10) : 0;
-        if (!ps.ptr || !ps.ptr[0] || *end || v < 1) {
-            fl_buf_free(&ps);
+        long v = strtol(ps, &end, 10);
+        if (!ps[0] || *end || v < 1) {
             err(x, 400, "BadRequestException", "pageSize must be a positive integer.");
             return false;
         }
         *max = v > FL_CATALOG_MAX_PAGE ? FL_CATALOG_MAX_PAGE : (int)v;
     }
-    fl_buf_free(&ps);
-    if (qparam(x, "pageToken", tok) && tok->ptr && tok->ptr[0]) {
-        if (tok->len >= FL_NAME_MAX) {
+    const char *tok = qparam(x, "pageToken");
+    if (tok && tok[0]) {
+        if (strlen(tok) >= FL_NAME_MAX) {
             err(x, 400, "BadRequestException", "Invalid pageToken.");
             return false;
         }
-        *after = tok->ptr;
+        *after = tok;
     }
     return true;
 }
@@ -317,16 +310,14 @@ static bool paging(rctx_t *x, fl_buf_t *tok, int *max, const char **after)
 static void h_list_ns(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "listNamespaces");
-    fl_buf_t parent, tok;
-    fl_buf_init(&parent, 4096);
-    fl_buf_init(&tok, 4096);
     int max;
     const char *after;
     json_t *arr = NULL;
-    if (!paging(x, &tok, &max, &after)) goto out;
-    if (qparam(x, "parent", &parent) && parent.ptr && parent.ptr[0]) {
+    if (!paging(x, &max, &after)) goto out;
+    const char *parent = qparam(x, "parent");
+    if (parent && parent[0]) {
         /* single level: a namespace has no children */
-        if (strchr(parent.ptr, 0x1f) || !ns_exists(x, parent.ptr)) {
+        if (strchr(parent, 0x1f) || !ns_exists(x, parent)) {
             err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
             goto out;
         }
@@ -359,8 +350,6 @@ static void h_list_ns(rctx_t *x)
     json_decref(doc);
 out:
     json_decref(arr);
-    fl_buf_free(&parent);
-    fl_buf_free(&tok);
 }
 
 static void h_create_ns(rctx_t *x)
@@ -534,12 +523,10 @@ static void h_ns_props(rctx_t *x)
 
 static void list_rows(rctx_t *x, const char *kind)
 {
-    fl_buf_t tok;
-    fl_buf_init(&tok, 4096);
     int max;
     const char *after;
     json_t *arr = NULL;
-    if (!paging(x, &tok, &max, &after)) goto out;
+    if (!paging(x, &max, &after)) goto out;
     if (!ns_exists(x, x->ns)) {
         err(x, 404, "NoSuchNamespaceException", "The specified namespace does not exist.");
         goto out;
@@ -570,7 +557,6 @@ static void list_rows(rctx_t *x, const char *kind)
     json_decref(doc);
 out:
     json_decref(arr);
-    fl_buf_free(&tok);
 }
 
 static void h_list_tables(rctx_t *x)
@@ -704,18 +690,12 @@ static void send_refs_only(rctx_t *x, const char *loc, json_t *meta)
 static void h_load_table(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "loadTable");
-    fl_buf_t mode;
-    fl_buf_init(&mode, 64);
-    bool refs = false;
-    if (qparam(x, "snapshots", &mode) && mode.ptr) {
-        if (!strcasecmp(mode.ptr, "refs")) refs = true;
-        else if (strcasecmp(mode.ptr, "all") != 0) {
-            fl_buf_free(&mode);
-            err(x, 400, "BadRequestException", "snapshots must be all or refs.");
-            return;
-        }
+    const char *mode = qparam(x, "snapshots");
+    bool refs = mode && !strcasecmp(mode, "refs");
+    if (mode && !refs && strcasecmp(mode, "all") != 0) {
+        err(x, 400, "BadRequestException", "snapshots must be all or refs.");
+        return;
     }
-    fl_buf_free(&mode);
     fl_table_t t;
     if (!get_row(x, x->ns, x->name, false, &t, true)) return;
     fl_tmeta_t *m = load_meta(x, &t);
@@ -735,10 +715,8 @@ static void h_head_table(rctx_t *x)
 static void h_drop_table(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "dropTable");
-    fl_buf_t p;
-    fl_buf_init(&p, 64);
-    bool purge = qparam(x, "purgeRequested", &p) && p.ptr && !strcasecmp(p.ptr, "true");
-    fl_buf_free(&p);
+    const char *p = qparam(x, "purgeRequested");
+    bool purge = p && !strcasecmp(p, "true");
     fl_table_t t;
     /* the drop deletes the row read here (by id, under the table's lock) and purges only its warehouse */
     if (!get_row(x, x->ns, x->name, false, &t, true)) return;
@@ -1142,17 +1120,13 @@ static const size_t nroutes = sizeof routes / sizeof routes[0];
 static void h_config(rctx_t *x)
 {
     fl_http_set_op(x->r->c, "getConfig");
-    fl_buf_t w;
-    fl_buf_init(&w, 4096);
-    if (!qparam(x, "warehouse", &w) || !w.ptr || !w.ptr[0]) {
-        fl_buf_free(&w);
+    const char *w = qparam(x, "warehouse");
+    if (!w || !w[0]) {
         err(x, 400, "BadRequestException", "The warehouse parameter (a table bucket ARN) is required.");
         return;
     }
     char bucket[64];
-    fl_arn_match_t m = strlen(w.ptr) == w.len ? fl_arn_resolve(&x->sc->scope, w.ptr, bucket, NULL)
-                                               : FL_ARN_MALFORMED; /* a NUL would cut it short */
-    fl_buf_free(&w);
+    fl_arn_match_t m = fl_arn_resolve(&x->sc->scope, w, bucket, NULL);
     if (m == FL_ARN_MALFORMED) {
         err(x, 400, "BadRequestException", "The warehouse is not a valid table bucket ARN.");
         return;
