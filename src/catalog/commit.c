@@ -542,6 +542,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
             return fail(msg, mlen, FL_ERR_INVALID,
                         "Creating a table inside a multi-table transaction is not supported.");
     }
+    if (c->locked && n != 1) return fail(msg, mlen, FL_ERR_INVALID, "A commit under the caller's lock changes one table.");
     if (nupd > FL_ICEBERG_MAX_COMMIT_UPDATES) {
         char m[128];
         snprintf(m, sizeof m, "A commit may carry at most %d updates.", FL_ICEBERG_MAX_COMMIT_UPDATES);
@@ -554,7 +555,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
         names[i] = ch[i].name;
     }
     int *locks = fl_calloc(n, sizeof *locks);
-    size_t nl = lock_many(s, c->bucket, nss, names, n, locks);
+    size_t nl = c->locked ? 0 : lock_many(s, c->bucket, nss, names, n, locks);
     work_t *w = fl_calloc(n, sizeof *w);
     for (size_t i = 0; i < n; i++) w[i].c = &ch[i];
     fl_table_swap_t *sw = fl_calloc(n, sizeof *sw);

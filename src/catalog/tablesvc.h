@@ -154,6 +154,8 @@ typedef struct fl_tablesvc_commit {
     bool view;                    /* the changes are to views */
     bool pin_unchanged;           /* a change that changes nothing but has requirements is
                                    * still swapped (to itself), so that they hold at the swap */
+    bool locked;                  /* the caller holds the table's lock (fl_tablesvc_lock):
+                                   * one change only; the commit does not take it again */
     bool created;                 /* out: the commit created a table (assert-create of a
                                    * table that did not exist, after a stage-create); then
                                    * FL_ERR_NOT_FOUND names the namespace and FL_ERR_EXISTS

@@ -51,6 +51,12 @@ typedef struct fl_table_ops {
      * (replacing dst), both in the same storage. Used by unreferenced-file removal
      * (iceberg/orphans.h) to move objects to and from the hidden noncurrent prefix. */
     fl_err_t (*copy)(void *ctx, const char *src, const char *dst);
+    /* Optional (NULL = the catalog cannot): hold (on) or let go (off) of the table's
+     * commit lock, so that no other commit to the table lands until off; commit
+     * works in between. For a job that keeps losing the race against a steady
+     * writer (rewrite.h): its last attempts are built and committed undisturbed.
+     * Calls pair up on one thread; the holder does no slow I/O but the attempt's. */
+    void (*hold)(void *ctx, bool on);
 } fl_table_ops_t;
 
 typedef struct fl_append_opts {

@@ -1036,6 +1036,19 @@ static fl_err_t reload(job_t *j, char *err, size_t errlen)
 
 typedef enum { C_DONE, C_RETRY, C_FAILED } cresult_t;
 
+/* Past the optimistic attempts: holds the table's commit lock (when the ops can)
+ * and reloads under it, so this attempt builds on the pointer it will commit
+ * against. True when held (the caller lets go at the attempt's end); *e is set
+ * when the reload failed. */
+static bool hold_for(job_t *j, int attempt, fl_err_t *e, char *err, size_t errlen)
+{
+    *e = FL_OK;
+    if (attempt <= FL_REWRITE_OPTIMISTIC_ATTEMPTS || !j->ops.hold) return false;
+    j->ops.hold(j->ops.ctx, true);
+    *e = reload(j, err, errlen);
+    return true;
+}
+
 /* Commit add-snapshot + set-snapshot-ref(main) asserting uuid and main == parent. */
 static cresult_t commit_snapshot(job_t *j, int64_t sid, int64_t parent, int64_t seq, const char *list_uri,
                                  json_t *summary, int attempt, fl_err_t *e, char *err, size_t errlen)
@@ -1119,17 +1132,18 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
     fl_err_t e = FL_OK;
     if (j->o.before_commit) j->o.before_commit(j->o.before_commit_ctx);
     for (int attempt = 1;; attempt++) {
-        state_t P;
+        state_t P = { 0 };
         written_t w;
         memset(&w, 0, sizeof w);
         char **repl = NULL, **dropped = NULL;
         size_t n_repl = 0, n_dropped = 0;
         bool *touched = NULL, *is_repl = NULL;
         json_t *summary = NULL;
+        cresult_t cr = C_FAILED;
+        bool held = hold_for(j, attempt, &e, err, errlen);
         int64_t parent = fl_append_main_snapshot(j->md);
         int64_t seq = (int64_t)json_integer_value(json_object_get(j->md, "last-sequence-number")) + 1;
-        cresult_t cr = C_FAILED;
-        if ((e = load_state(j, parent, &P, err, errlen))) goto attempt_out;
+        if (e || (e = load_state(j, parent, &P, err, errlen))) goto attempt_out;
         /* validate */
         for (size_t i = 0; i < n; i++) {
             char why[600];
@@ -1275,6 +1289,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
             r->delete_files_removed += (int64_t)n_dropped;
         }
     attempt_out:
+        if (held) j->ops.hold(j->ops.ctx, false);
         json_decref(summary);
         written_free(j, &w, cr != C_DONE);
         free(repl);
@@ -1305,17 +1320,18 @@ static fl_err_t merge_manifests(job_t *j, char *err, size_t errlen)
     int64_t sid = fl_append_new_snapshot_id(j->md);
     fl_err_t e = FL_OK;
     for (int attempt = 1;; attempt++) {
-        state_t P;
+        state_t P = { 0 };
         written_t w;
         memset(&w, 0, sizeof w);
         bool *merged = NULL;
         cresult_t cr = C_FAILED;
         int created = 0, replaced = 0;
         int64_t entries = 0;
+        bool held = hold_for(j, attempt, &e, err, errlen);
         int64_t parent = fl_append_main_snapshot(j->md);
         int64_t seq = (int64_t)json_integer_value(json_object_get(j->md, "last-sequence-number")) + 1;
-        if (parent < 0) return FL_OK;
-        if ((e = load_state(j, parent, &P, err, errlen))) goto attempt_out;
+        if (!e && parent < 0) cr = C_DONE;
+        if (e || cr == C_DONE || (e = load_state(j, parent, &P, err, errlen))) goto attempt_out;
         merged = fl_calloc(P.n_mf + 1, sizeof *merged);
         /* per (spec, content): small manifests in list order, binned up to the target */
         for (size_t a = 0; a < P.n_mf; a++) {
@@ -1376,6 +1392,7 @@ static fl_err_t merge_manifests(job_t *j, char *err, size_t errlen)
             j->res->manifests_replaced += replaced;
         }
     attempt_out:
+        if (held) j->ops.hold(j->ops.ctx, false);
         written_free(j, &w, cr != C_DONE);
         free(merged);
         state_free(&P);

@@ -32,6 +32,10 @@
  * dropped (its new files deleted, the deletes stay effective) and the rest is
  * re-based and committed. Manifests are immutable, so each is read once per
  * job and an attempt costs only the manifests added since the last one.
+ * After FL_REWRITE_OPTIMISTIC_ATTEMPTS lost races (a writer committing faster
+ * than an attempt is built), and when ops.hold exists, each later attempt
+ * holds the table's commit lock from its reload to its commit: writers wait
+ * for one re-base (manifests of one unit) instead of compaction losing forever.
  *
  * Strategies (S3 Tables' icebergCompaction strategy): binpack writes a
  * group's rows in input order. sort orders each group's rows (deletes applied)
@@ -64,6 +68,9 @@
 #include <stdint.h>
 #include "base/err.h"
 #include "iceberg/append.h"
+
+/* Lost commit races before an attempt holds the table (ops.hold). */
+#define FL_REWRITE_OPTIMISTIC_ATTEMPTS 3
 
 typedef enum fl_rewrite_strategy {
     FL_REWRITE_BINPACK = 0,

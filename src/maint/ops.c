@@ -56,7 +56,8 @@ static fl_err_t ops_commit(void *ctx, json_t *requirements, json_t *updates, jso
         return FL_OK;
     }
     fl_tablesvc_change_t ch = { .ns = c->ns, .name = c->name, .requirements = requirements, .updates = updates };
-    fl_tablesvc_commit_t cm = { .bucket = c->bucket, .principal = c->principal ? c->principal : "maintenance" };
+    fl_tablesvc_commit_t cm = { .bucket = c->bucket, .principal = c->principal ? c->principal : "maintenance",
+                                .locked = c->held };
     fl_err_t e = fl_tablesvc_commit(c->svc, &cm, &ch, 1, err, errlen);
     switch (e) {
     case FL_OK:
@@ -71,6 +72,15 @@ static fl_err_t ops_commit(void *ctx, json_t *requirements, json_t *updates, jso
     default: *http_status = 400; break;              /* failed before anything changed */
     }
     return FL_OK; /* the status says what happened */
+}
+
+static void ops_hold(void *ctx, bool on)
+{
+    fl_maint_ops_ctx_t *c = ctx;
+    if (on == c->held) return;
+    if (on) fl_tablesvc_lock(c->svc, c->bucket, c->ns, c->name);
+    else fl_tablesvc_unlock(c->svc, c->bucket, c->ns, c->name);
+    c->held = on;
 }
 
 /* Publishes a written blob as key with its MD5 ETag. */
@@ -256,5 +266,6 @@ fl_err_t fl_maint_table_ops(fl_maint_ops_ctx_t *ctx, fl_tablesvc_t *svc, const f
     ops->del = ops_del;
     ops->list = ops_list;
     ops->copy = ops_copy;
+    ops->hold = ops_hold;
     return FL_OK;
 }

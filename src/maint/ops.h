@@ -8,6 +8,8 @@
  *           mapped to the append API's status convention: 200 landed, 409
  *           conflict (retry), 404 table gone, 400 malformed or failed before
  *           anything changed, 500 outcome unknown (the swap failed)
+ *   hold    the service's per-table lock (fl_tablesvc_lock): while held, this
+ *           context's commits run under it and every other commit waits
  *   put, put_file, get, del, list
  *           floe's own object store (fl_store_t), for s3:// locations in the
  *           table's warehouse bucket only: anything else is FL_ERR_INVALID, so a
@@ -36,6 +38,7 @@ typedef struct fl_maint_ops_ctx {
     char warehouse[64];               /* the warehouse bucket (from the row) */
     const char *principal;            /* recorded as modified_by; NULL = "maintenance" */
     const atomic_bool *cancel;        /* optional */
+    bool held;                        /* hold(on) took the table's lock: commits run under it */
     int64_t commits;                  /* commits that landed (out, for the run record) */
     int64_t objects_deleted;          /* successful deletes (out) */
 } fl_maint_ops_ctx_t;

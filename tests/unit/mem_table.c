@@ -133,7 +133,7 @@ void mem_table_init_schema(mem_table_t *t, fl_table_ops_t *ops, const char *sche
     if (!t->md) fprintf(stderr, "mem_table: %s\n", err);
     json_decref(cr);
     snprintf(t->location, sizeof t->location, "mem://wh/t/metadata/00000.metadata.json");
-    *ops = (fl_table_ops_t){ t, m_load, m_commit, m_put, m_put_file, m_get, m_del, NULL, NULL };
+    *ops = (fl_table_ops_t){ t, m_load, m_commit, m_put, m_put_file, m_get, m_del, NULL, NULL, NULL };
 }
 
 void mem_table_free(mem_table_t *t)

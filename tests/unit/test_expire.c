@@ -289,7 +289,7 @@ static void mtab_init(mtab_t *t, const char *props)
     t->md = fl_iceberg_new_metadata(cr, "mem://wh/t", &st, err, sizeof err);
     json_decref(cr);
     snprintf(t->location, sizeof t->location, "mem://wh/t/metadata/00000-m.metadata.json");
-    t->ops = (fl_table_ops_t){ t, mload, mcommit, mput, mput_file, mget, mdel, mlist, NULL };
+    t->ops = (fl_table_ops_t){ t, mload, mcommit, mput, mput_file, mget, mdel, mlist, NULL, NULL };
 }
 
 static void mtab_free(mtab_t *t)

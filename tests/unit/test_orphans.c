@@ -167,7 +167,7 @@ static void otab_init(otab_t *t, const char *props)
     char *text = json_dumps(t->md, JSON_COMPACT);
     oput(t, t->location, text, strlen(text));
     free(text);
-    t->ops = (fl_table_ops_t){ t, oload, ocommit, oput, oput_file, oget, odel, olist, ocopy };
+    t->ops = (fl_table_ops_t){ t, oload, ocommit, oput, oput_file, oget, odel, olist, ocopy, NULL };
 }
 
 static void otab_free(otab_t *t)

@@ -518,6 +518,77 @@ FL_TEST(rewrite_racing_append_rebased)
     free(t);
 }
 
+/* A writer faster than compaction: it commits an append before every commit of
+ * the job unless the job holds the table (ops.hold). */
+typedef struct steady {
+    fl_table_ops_t inner, *self;
+    bool held;
+    int appended;
+} steady_t;
+
+static fl_err_t steady_load(void *ctx, json_t **md, char **loc, char *err, size_t errlen)
+{
+    steady_t *s = ctx;
+    return s->inner.load(s->inner.ctx, md, loc, err, errlen);
+}
+
+static fl_err_t steady_commit(void *ctx, json_t *reqs, json_t *ups, json_t **md, int *st, char *err, size_t errlen)
+{
+    steady_t *s = ctx;
+    if (!s->held && append_rows(&s->inner, 1000 + 10 * s->appended, 10, 3) > 0) s->appended++;
+    return s->inner.commit(s->inner.ctx, reqs, ups, md, st, err, errlen);
+}
+
+static void steady_hold(void *ctx, bool on)
+{
+    steady_t *s = ctx;
+    s->held = on;
+}
+
+static fl_err_t steady_put(void *ctx, const char *u, const void *p, size_t n) { steady_t *s = ctx; return s->inner.put(s->inner.ctx, u, p, n); }
+static fl_err_t steady_put_file(void *ctx, const char *u, int fd, uint64_t n) { steady_t *s = ctx; return s->inner.put_file(s->inner.ctx, u, fd, n); }
+static fl_err_t steady_get(void *ctx, const char *u, fl_buf_t *o) { steady_t *s = ctx; return s->inner.get(s->inner.ctx, u, o); }
+static fl_err_t steady_del(void *ctx, const char *u) { steady_t *s = ctx; return s->inner.del(s->inner.ctx, u); }
+
+static void steady_run(bool can_hold, fl_rewrite_result_t *r, fl_err_t *e, int64_t *rows, int *appended)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    steady_t s = { 0 };
+    mem_table_init_spec(t, &s.inner, SPEC_CAT);
+    for (int k = 0; k < 4; k++) append_rows(&s.inner, k * 30, 30, 3);
+    fl_table_ops_t ops = { &s, steady_load, steady_commit, steady_put, steady_put_file, steady_get, steady_del,
+                           NULL, NULL, can_hold ? steady_hold : NULL };
+    char err[512] = "";
+    *e = fl_rewrite_run(&ops, &(fl_rewrite_opts_t){ 0 }, r, err, sizeof err);
+    int64_t sum;
+    size_t files;
+    scan_all(t, &s.inner, rows, &sum, &files);
+    *appended = s.appended;
+    mem_table_free(t);
+    free(t);
+}
+
+FL_TEST(rewrite_holds_the_table_after_losing_to_a_steady_writer)
+{
+    fl_rewrite_result_t r;
+    fl_err_t e;
+    int64_t rows;
+    int appended;
+    /* without hold: every attempt loses; the job gives up (the next run starts over) */
+    steady_run(false, &r, &e, &rows, &appended);
+    CHECK_EQ(e, FL_ERR_CONFLICT);
+    CHECK_EQ(r.groups_committed, 0);
+    CHECK_EQ(rows, 120 + 10 * appended);
+    /* with hold: the first attempts lose, the one that holds lands */
+    steady_run(true, &r, &e, &rows, &appended);
+    CHECK_EQ(e, FL_OK);
+    CHECK_EQ(r.groups_committed, 4);
+    CHECK_EQ(r.groups_failed, 0);
+    CHECK_EQ(r.commit_attempts, FL_REWRITE_OPTIMISTIC_ATTEMPTS + 1);
+    CHECK_EQ(appended, FL_REWRITE_OPTIMISTIC_ATTEMPTS);
+    CHECK_EQ(rows, 120 + 10 * appended);
+}
+
 FL_TEST(rewrite_racing_position_delete_fails_group)
 {
     mem_table_t *t = calloc(1, sizeof *t);
