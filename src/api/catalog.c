@@ -54,6 +54,20 @@ static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
                 err->message[0] ? err->message : "The request signature is not valid.");
 }
 
+/* True if the Content-MD5 header is the base64 MD5 of body. */
+static bool content_md5_ok(const fl_http_req_t *req, const char *body, size_t len)
+{
+    fl_slice_t v = fl_slice_trim(fl_http_header_val(req, "content-md5"));
+    unsigned char want[32], got[FL_CK_MAX_DIGEST];
+    if (!v.ptr || fl_base64_decode(v.ptr, v.len, want, sizeof want) != 16) return false;
+    fl_cksum_t ck;
+    fl_cksum_init(&ck, FL_CK_MD5);
+    fl_cksum_update(&ck, body, len);
+    fl_cksum_final(&ck, got);
+    fl_cksum_free(&ck);
+    return memcmp(want, got, 16) == 0;
+}
+
 /* Reads the whole (capped) body into out; false after rendering the error. */
 static bool read_body(fl_api_req_t *r, bool rest, fl_buf_t *out)
 {
@@ -101,11 +115,22 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         .headers = req->headers, .nheaders = req->nheaders,
     };
     static const char *const services[] = { "s3tables", "osstables", NULL };
+    static const char *const products[] = { "osstables", NULL };
+    const char *region = fl_tablesvc_cfg(cfg->svc)->scope.region;
     fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
-                          .region = fl_tablesvc_cfg(cfg->svc)->scope.region, .now = fl_now_ms() / 1000 };
+                          .region = region, .now = fl_now_ms() / 1000, .oss_products = products };
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
-    bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
+    fl_sig_dialect_t dialect = fl_sigv4_dialect(&sr);
+    bool signed_req = dialect != FL_SIG_NONE, body_signed = signed_req && fl_sigv4_body_signed(&sr);
+    fl_buf_t resource;
+    fl_buf_init(&resource, FL_HTTP_MAX_TARGET_BYTES + 4096);
+    if (dialect == FL_SIG_OSS4) {
+        /* OSS4 signs the tables flavour's resource, not the path */
+        if (fl_oss4_tables_resource(&sr, region, &resource) != FL_OK) fl_buf_reset(&resource);
+        vc.oss_resource = resource.ptr ? resource.ptr : "/";
+        vc.oss_resource_len = resource.ptr ? resource.len : 1;
+    }
 
     /* the head */
     if (!signed_req && !cfg->insecure_no_auth) {
@@ -128,8 +153,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         goto out;
     }
     /* A body must be covered by the signature: UNSIGNED-PAYLOAD (an S3-only mode) and
-     * presigned URLs sign no body, so anyone holding one could send any JSON with it. */
-    if (signed_req && !body_signed && auth.payload_mode != FL_PAYLOAD_SHA256 &&
+     * presigned URLs sign no body, so anyone holding one could send any JSON with it.
+     * OSS4 clients send UNSIGNED-PAYLOAD with a Content-MD5, which OSS4 always
+     * signs: that covers the body once it is checked against it below. */
+    bool md5_covers = dialect == FL_SIG_OSS4 && fl_http_header(req, "content-md5");
+    if (signed_req && !body_signed && auth.payload_mode != FL_PAYLOAD_SHA256 && !md5_covers &&
         (req->content_length > 0 || req->chunked)) {
         fl_http_set_op(c, "Unauthenticated");
         fl_http_close_after(c);
@@ -158,6 +186,12 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             auth_error(&r, rest, &err);
             goto out;
         }
+        if (md5_covers && !content_md5_ok(req, r.body, r.body_len)) {
+            fl_http_set_op(c, "Unauthenticated");
+            front_error(&r, rest, 400, "BadRequestException",
+                        "The Content-MD5 you specified did not match what we received.");
+            goto out;
+        }
         if (auth.payload_mode == FL_PAYLOAD_SHA256 && strcmp(auth.payload_sha256, hash) != 0) {
             fl_http_set_op(c, "Unauthenticated");
             front_error(&r, rest, 400, "BadRequestException",
@@ -172,5 +206,6 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:
+    fl_buf_free(&resource);
     fl_buf_free(&body);
 }

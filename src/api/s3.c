@@ -1734,9 +1734,10 @@ static bool authenticate(s3req_t *r)
         return false;
     }
     static const char *const services[] = { "s3", NULL };
+    static const char *const products[] = { "oss", NULL };
     fl_sigv4_cfg_t cfg = { .lookup = r->cfg->lookup, .lookup_ud = r->cfg->lookup_ud,
                            .services = services, .region = r->cfg->region,
-                           .now = fl_now_ms() / 1000 };
+                           .now = fl_now_ms() / 1000, .oss_products = products };
     fl_sigv4_error_t err = { 0 };
     if (fl_sigv4_verify(&sr, &cfg, NULL, &r->auth, &err) != FL_OK) {
         s3_error_detail(r, err.status ? err.status : 403, err.code ? err.code : "AccessDenied",
