@@ -106,8 +106,6 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
     fl_buf_t body;
     fl_buf_init(&body, FL_CATALOG_MAX_BODY); /* grows as the body arrives, up to the cap */
-    fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
-    fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
 
     fl_sigv4_req_t sr = {
         .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
@@ -122,6 +120,13 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
     fl_sig_dialect_t dialect = fl_sigv4_dialect(&sr);
+    r.dialect = dialect;
+    if (dialect == FL_SIG_OSS4) { /* OSS Tables' request id, on every answer */
+        fl_http_resp_header(c, "x-oss-request-id", fl_http_request_id(c));
+    } else {
+        fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
+        fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
+    }
     bool signed_req = dialect != FL_SIG_NONE, body_signed = signed_req && fl_sigv4_body_signed(&sr);
     fl_buf_t resource;
     fl_buf_init(&resource, FL_HTTP_MAX_TARGET_BYTES + 4096);

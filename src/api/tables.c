@@ -100,7 +100,9 @@ static int status_of(const char *type, const char **default_msg)
 }
 
 /* Renders an S3 Tables error (see catalog.h); also used by the front door before dispatch.
- * Connection thread only. */
+ * The request's dialect picks the header naming the error: x-amzn-ErrorType
+ * (S3 Tables, botocore) or x-oss-error-type (OSS Tables, whose SDK reads the
+ * name there and the text from "message"). Connection thread only. */
 void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *msg)
 {
     json_t *o = json_object(), *m = json_string(msg ? msg : "");
@@ -109,7 +111,7 @@ void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     fl_http_resp_status(r->c, status);
-    fl_http_resp_header(r->c, "x-amzn-ErrorType", type);
+    fl_http_resp_header(r->c, r->dialect == FL_SIG_OSS4 ? "x-oss-error-type" : "x-amzn-ErrorType", type);
     fl_http_resp_header(r->c, "Content-Type", "application/json");
     if (text) fl_http_resp_send(r->c, text, strlen(text));
     else fl_http_resp_send(r->c, "{}", 2);
@@ -1323,6 +1325,35 @@ static void op_delete_namespace(treq_t *t)
 /* ------------------------------------------------------------------ */
 /* tables                                                              */
 
+/* OSS Tables' SDK spells the partition spec and the sort order ("sortOrder",
+ * S3 Tables' "writeOrder") in camelCase (specId, sourceId, fieldId, nullOrder,
+ * orderId); Iceberg's JSON, which S3 Tables uses, hyphenates them. Returns a
+ * copy with Iceberg's names (hyphenated keys are kept as they are); a sort
+ * order without an order id gets 1 when it has fields (0 is "unsorted"). */
+static json_t *oss_iceberg_keys(json_t *in, bool sort_order)
+{
+    static const char *const names[][2] = {
+        { "specId", "spec-id" }, { "orderId", "order-id" }, { "sourceId", "source-id" },
+        { "fieldId", "field-id" }, { "nullOrder", "null-order" },
+    };
+    json_t *o = json_deep_copy(in), *fields = json_object_get(o, "fields");
+    json_t *objs[1 + 1024];
+    size_t n = 0;
+    objs[n++] = o;
+    for (size_t i = 0; json_is_array(fields) && i < json_array_size(fields) && n < 1 + 1024; i++)
+        if (json_is_object(json_array_get(fields, i))) objs[n++] = json_array_get(fields, i);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+            json_t *v = json_object_get(objs[i], names[k][0]);
+            if (!v || json_object_get(objs[i], names[k][1])) continue;
+            json_object_set(objs[i], names[k][1], v);
+            json_object_del(objs[i], names[k][0]);
+        }
+    if (sort_order && !json_object_get(o, "order-id"))
+        json_object_set_new(o, "order-id", json_integer(json_array_size(fields) ? 1 : 0));
+    return o;
+}
+
 /* Iceberg table metadata for CreateTable's metadata member (new reference); NULL after a 400. */
 static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
 {
@@ -1336,10 +1367,16 @@ static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
             return NULL;
         }
     }
+    json_t *oss_order = NULL;
     if (!get_obj(t, md, "iceberg", true, &ice) || !get_obj(t, ice, "schema", false, &schema) ||
         !get_obj(t, ice, "schemaV2", false, &schema2) || !get_obj(t, ice, "partitionSpec", false, &spec) ||
-        !get_obj(t, ice, "writeOrder", false, &order) || !get_obj(t, ice, "properties", false, &props))
+        !get_obj(t, ice, "writeOrder", false, &order) || !get_obj(t, ice, "sortOrder", false, &oss_order) ||
+        !get_obj(t, ice, "properties", false, &props))
         return NULL;
+    if (oss_order && order) {
+        fail(t, "BadRequestException", "metadata.iceberg takes one of 'writeOrder' and 'sortOrder'.");
+        return NULL;
+    }
     if (!schema == !schema2) {
         fail(t, "BadRequestException", "metadata.iceberg needs exactly one of 'schema' and 'schemaV2'.");
         return NULL;
@@ -1372,8 +1409,9 @@ static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
     req = json_object();
     json_object_set_new(req, "name", json_string(name));
     json_object_set_new(req, "schema", s);
-    if (spec) json_object_set_new(req, "partition-spec", json_deep_copy(spec));
+    if (spec) json_object_set_new(req, "partition-spec", oss_iceberg_keys(spec, false));
     if (order) json_object_set_new(req, "write-order", json_deep_copy(order));
+    if (oss_order) json_object_set_new(req, "write-order", oss_iceberg_keys(oss_order, true));
     if (props) json_object_set_new(req, "properties", json_deep_copy(props));
     int status = 400;
     /* fl_iceberg_new_metadata wants a location; fl_tablesvc_create replaces it with the warehouse */
