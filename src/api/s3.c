@@ -6,7 +6,15 @@
  * stream from the socket through the aws-chunked decoder (if any) into a new
  * blob while MD5, the requested checksum and (for signed payloads) SHA-256 are
  * computed on the way; the blob is published only after every check passed,
- * so a rejected or cut-off upload leaves nothing behind. */
+ * so a rejected or cut-off upload leaves nothing behind.
+ *
+ * OSS dialect: a request signed OSS4-HMAC-SHA256 (r->dialect) is answered as
+ * OSS answers: x-oss-request-id, XML without S3's namespace, errors with
+ * <RequestId>, <HostId> and <EC>; x-oss-copy-source / -metadata-directive and
+ * x-oss-meta-* instead of their x-amz-* names (metadata is stored as
+ * x-amz-meta-* and shown in the reader's dialect); CRC-64/ECMA of every
+ * upload computed on the way in, checked against x-oss-hash-crc64ecma when the
+ * client sent one, kept with the object and returned on PUT, GET and HEAD. */
 #include "api/s3.h"
 #include "base/checksum.h"
 #include "base/limits.h"
@@ -43,7 +51,37 @@ typedef struct s3req {
     bool signed_req;
     bool responded;
     bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
+    fl_sig_dialect_t dialect; /* FL_SIG_OSS4: answer as OSS (see the top of the file) */
 } s3req_t;
+
+#define OSS(r) ((r)->dialect == FL_SIG_OSS4)
+#define CRC64_HDR "x-oss-hash-crc64ecma"
+
+/* The request header named amz ("x-amz-copy-source", ...) in the client's
+ * dialect: x-oss-* for OSS. */
+static const char *xname(const s3req_t *r, const char *amz)
+{
+    static const char *const names[][2] = {
+        { "x-amz-copy-source", "x-oss-copy-source" },
+        { "x-amz-copy-source-if-match", "x-oss-copy-source-if-match" },
+        { "x-amz-copy-source-if-none-match", "x-oss-copy-source-if-none-match" },
+        { "x-amz-copy-source-if-unmodified-since", "x-oss-copy-source-if-unmodified-since" },
+        { "x-amz-copy-source-if-modified-since", "x-oss-copy-source-if-modified-since" },
+        { "x-amz-copy-source-range", "x-oss-copy-source-range" },
+        { "x-amz-metadata-directive", "x-oss-metadata-directive" },
+    };
+    if (!OSS(r)) return amz;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(names[i][0], amz)) return names[i][1];
+    return amz;
+}
+
+/* XML_DECL and the root element's start tag, with S3's namespace for AWS
+ * clients (OSS's documents have none). */
+static void xml_open(const s3req_t *r, fl_buf_t *b, const char *root, bool empty)
+{
+    fl_buf_printf(b, XML_DECL "<%s%s%s>", root, OSS(r) ? "" : XMLNS, empty ? "/" : "");
+}
 
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
@@ -105,6 +143,12 @@ static void s3_error_detail(s3req_t *r, int status, const char *code, const char
     if (r->key) fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elem(&b, "Resource", r->req->path, r->req->path_len);
     fl_xml_elems(&b, "RequestId", fl_http_request_id(r->c));
+    if (OSS(r)) {
+        fl_slice_t host = fl_http_header_val(r->req, "host");
+        fl_xml_elem(&b, "HostId", host.ptr ? host.ptr : "", host.ptr ? host.len : 0);
+        /* floe has no OSS error-centre numbers: one fixed value, documented */
+        fl_xml_elems(&b, "EC", "0000-00000000");
+    }
     fl_buf_adds(&b, "</Error>");
     fl_http_resp_header(r->c, "Content-Type", "application/xml");
     fl_http_resp_send(r->c, b.ptr, b.len);
@@ -204,6 +248,10 @@ static fl_err_t parse_path(s3req_t *r)
 
 static void common_headers(s3req_t *r)
 {
+    if (OSS(r)) {
+        fl_http_resp_header(r->c, "x-oss-request-id", fl_http_request_id(r->c));
+        return;
+    }
     fl_http_resp_header(r->c, "x-amz-request-id", fl_http_request_id(r->c));
     fl_http_resp_header(r->c, "x-amz-id-2", fl_http_request_id(r->c));
 }
@@ -225,7 +273,7 @@ static void send_copy_result(s3req_t *r, const char *root, const char *etag)
     char t[32];
     fl_buf_init(&b, 0);
     fl_time_iso8601(fl_now_ms(), t, sizeof t);
-    fl_buf_printf(&b, XML_DECL "<%s" XMLNS ">", root);
+    xml_open(r, &b, root, false);
     fl_xml_elems(&b, "LastModified", t);
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></%s>", etag, root);
     send_xml(r, 200, &b);
@@ -304,8 +352,18 @@ static bool collect_headers(s3req_t *r, fl_buf_t *out)
     for (size_t i = 0; i < r->req->nheaders; i++) {
         const fl_http_header_t *h = &r->req->headers[i];
         fl_slice_t name = fl_slice(h->name, h->name_len), val = fl_slice(h->value, h->value_len);
-        bool keep = h->name_len > 11 && memcmp(h->name, "x-amz-meta-", 11) == 0;
-        if (keep) meta += h->name_len - 11 + h->value_len;
+        bool keep = h->name_len > 11 && memcmp(h->name, "x-amz-meta-", 11) == 0 && !OSS(r);
+        bool ossmeta = OSS(r) && h->name_len > 11 && memcmp(h->name, "x-oss-meta-", 11) == 0;
+        if (keep || ossmeta) meta += h->name_len - 11 + h->value_len;
+        if (ossmeta) { /* stored under S3's name, shown in the reader's dialect */
+            if (memchr(val.ptr, '\n', val.len)) continue;
+            fl_buf_adds(out, "x-amz-meta-");
+            fl_buf_add(out, name.ptr + 11, name.len - 11);
+            fl_buf_add(out, ": ", 2);
+            fl_buf_add(out, val.ptr, val.len);
+            fl_buf_addc(out, '\n');
+            continue;
+        }
         for (int j = 0; !keep && stored_headers[j]; j++)
             keep = fl_slice_eq(name, stored_headers[j]);
         if (!keep || memchr(val.ptr, '\n', val.len)) continue;
@@ -354,9 +412,12 @@ static void emit_headers(s3req_t *r, const char *text, bool with_checksums)
             const char *v = colon + 1;
             if (vl && *v == ' ') v++, vl--;
             bool ck = nl_ > 15 && strncmp(p, "x-amz-checksum-", 15) == 0;
-            if (nl_ < sizeof name && vl < sizeof value && (!ck || with_checksums)) {
+            bool crc64 = nl_ == strlen(CRC64_HDR) && !strncmp(p, CRC64_HDR, nl_);
+            bool show = crc64 ? OSS(r) && with_checksums : !ck || with_checksums;
+            if (nl_ < sizeof name && vl < sizeof value && show) {
                 memcpy(name, p, nl_);
                 name[nl_] = 0;
+                if (OSS(r) && nl_ > 11 && !strncmp(name, "x-amz-meta-", 11)) memcpy(name, "x-oss", 5);
                 memcpy(value, v, vl);
                 value[vl] = 0;
                 /* response-content-* overrides win */
@@ -413,6 +474,8 @@ typedef struct intake {
     fl_cksum_t ck;         /* checksum named in a header, verified at the end */
     fl_cksum_t sha;        /* for FL_PAYLOAD_SHA256 */
     bool want_sha;
+    bool want_crc64;       /* OSS: CRC-64/ECMA of the body */
+    uint64_t crc64;
     int64_t size, max;
     fl_err_t err;
     hashpipe_t *pipe;      /* non-NULL: hashing on the helper thread */
@@ -427,6 +490,7 @@ static void hash_slice(intake_t *in, const void *p, size_t n)
     fl_cksum_update(&in->md5, p, n);
     if (in->ck.alg != FL_CK_NONE) fl_cksum_update(&in->ck, p, n);
     if (in->want_sha) fl_cksum_update(&in->sha, p, n);
+    if (in->want_crc64) in->crc64 = fl_crc64ecma(in->crc64, p, n);
 }
 
 static void *hashpipe_main(void *arg)
@@ -550,6 +614,8 @@ static bool intake_checksums(s3req_t *r, intake_t *in, char ck_expect[64], intak
     fl_cksum_init(&in->md5, FL_CK_MD5);
     fl_cksum_init(&in->ck, FL_CK_NONE);
     fl_cksum_init(&in->sha, FL_CK_NONE);
+    in->want_crc64 = OSS(r);
+    in->crc64 = 0;
     ck_expect[0] = 0;
     for (size_t i = 0; i < r->req->nheaders; i++) {
         const fl_http_header_t *h = &r->req->headers[i];
@@ -674,6 +740,13 @@ static bool intake_verify(s3req_t *r, intake_t *in, fl_awschunk_t *dec, const ch
             return refuse(f, 400, "InvalidDigest", NULL);
         if (memcmp(want, md5, 16) != 0) return refuse(f, 400, "BadDigest", NULL);
     }
+    char crc[32];
+    if (in->want_crc64 && hget(r, CRC64_HDR, crc, sizeof crc)) {
+        char want[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)in->crc64);
+        if (strcmp(crc, want) != 0)
+            return refuse(f, 400, "InvalidDigest", "The CRC64 you specified did not match what we received.");
+    }
     if (in->want_sha) {
         unsigned char d[FL_CK_MAX_DIGEST];
         char hex[65];
@@ -754,7 +827,8 @@ static void op_list_buckets(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListAllMyBucketsResult" XMLNS ">" XML_OWNER "<Buckets>");
+    xml_open(r, &b, "ListAllMyBucketsResult", false);
+    fl_buf_adds(&b, XML_OWNER "<Buckets>");
     for (size_t i = 0; i < n; i++) {
         char t[32];
         fl_time_iso8601(bs[i].created_ms, t, sizeof t);
@@ -806,7 +880,7 @@ static void op_bucket_location(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<LocationConstraint" XMLNS ">");
+    xml_open(r, &b, "LocationConstraint", false);
     if (strcmp(r->cfg->region, "us-east-1") != 0) fl_xml_escape(&b, r->cfg->region, strlen(r->cfg->region));
     fl_buf_adds(&b, "</LocationConstraint>");
     send_xml(r, 200, &b);
@@ -820,7 +894,7 @@ static void op_bucket_versioning(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<VersioningConfiguration" XMLNS "/>");
+    xml_open(r, &b, "VersioningConfiguration", true);
     send_xml(r, 200, &b);
 }
 
@@ -895,7 +969,7 @@ static void op_list_objects(s3req_t *r, bool v2)
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListBucketResult" XMLNS ">");
+    xml_open(r, &b, "ListBucketResult", false);
     fl_xml_elems(&b, "Name", r->bucket);
     list_key(&b, "Prefix", prefix ? prefix : "", prefix ? strlen(prefix) : 0, url);
     if (delim) list_key(&b, "Delimiter", delim, strlen(delim), url);
@@ -968,7 +1042,7 @@ static void op_delete_objects(s3req_t *r)
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<DeleteResult" XMLNS ">");
+    xml_open(r, &b, "DeleteResult", false);
     for (fl_xml_node_t *o = doc->child; o; o = o->next) {
         if (strcmp(o->name, "Object") != 0) continue;
         fl_xml_node_t *k = fl_xml_child(o, "Key");
@@ -1008,7 +1082,7 @@ static void op_list_uploads(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListMultipartUploadsResult" XMLNS ">");
+    xml_open(r, &b, "ListMultipartUploadsResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elems(&b, "KeyMarker", km ? km : "");
     fl_xml_elems(&b, "UploadIdMarker", um ? um : "");
@@ -1061,11 +1135,13 @@ static void add_checksum_header(fl_buf_t *hdrs, const intake_t *in)
 {
     if (in->ck_alg != FL_CK_NONE)
         fl_buf_printf(hdrs, "%s: %s\n", fl_cksum_header(in->ck_alg), in->ck_b64);
+    if (in->want_crc64) fl_buf_printf(hdrs, CRC64_HDR ": %llu\n", (unsigned long long)in->crc64);
 }
 
 static void echo_checksum(s3req_t *r, const intake_t *in)
 {
     if (in->ck_alg != FL_CK_NONE) fl_http_resp_header(r->c, fl_cksum_header(in->ck_alg), in->ck_b64);
+    if (in->want_crc64) fl_http_resp_headerf(r->c, CRC64_HDR, "%llu", (unsigned long long)in->crc64);
 }
 
 static void op_put_object(s3req_t *r)
@@ -1298,7 +1374,7 @@ static void op_delete_object(s3req_t *r)
 /* Parses x-amz-copy-source into bucket and key (decoded). */
 static bool parse_copy_source(s3req_t *r, char **sb, char **sk, size_t *sklen)
 {
-    fl_slice_t v = fl_http_header_val(r->req, "x-amz-copy-source");
+    fl_slice_t v = fl_http_header_val(r->req, xname(r, "x-amz-copy-source"));
     fl_buf_t d;
     fl_buf_init(&d, FL_HTTP_MAX_TARGET_BYTES);
     const char *q = memchr(v.ptr, '?', v.len);
@@ -1322,10 +1398,10 @@ bad:
 /* Copy-source conditionals; 412 on failure. */
 static bool copy_conditions(s3req_t *r, const fl_obj_meta_t *m)
 {
-    fl_slice_t im = fl_http_header_val(r->req, "x-amz-copy-source-if-match");
-    fl_slice_t inm = fl_http_header_val(r->req, "x-amz-copy-source-if-none-match");
-    fl_slice_t ums = fl_http_header_val(r->req, "x-amz-copy-source-if-unmodified-since");
-    fl_slice_t ms = fl_http_header_val(r->req, "x-amz-copy-source-if-modified-since");
+    fl_slice_t im = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-match"));
+    fl_slice_t inm = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-none-match"));
+    fl_slice_t ums = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-unmodified-since"));
+    fl_slice_t ms = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-modified-since"));
     int64_t mt = m->mtime_ms / 1000;
     bool fail = false;
     if (im.ptr && !etag_list_matches(im, m->etag)) fail = true;
@@ -1398,7 +1474,7 @@ static void op_copy_object(s3req_t *r)
     char ifm[48];
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
     char directive[16] = "COPY";
-    hget(r, "x-amz-metadata-directive", directive, sizeof directive);
+    hget(r, xname(r, "x-amz-metadata-directive"), directive, sizeof directive);
     if (strcasecmp(directive, "REPLACE") == 0) {
         if (!collect_headers(r, &hdrs)) {
             s3_error(r, 400, "MetadataTooLarge", NULL);
@@ -1470,7 +1546,7 @@ static void op_create_upload(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<InitiateMultipartUploadResult" XMLNS ">");
+    xml_open(r, &b, "InitiateMultipartUploadResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elems(&b, "UploadId", id);
@@ -1553,7 +1629,7 @@ static void op_upload_part_copy(s3req_t *r)
     }
     if (!copy_conditions(r, &src->meta)) goto out;
     int64_t start = 0, end = src->meta.size - 1;
-    fl_slice_t rg = fl_http_header_val(r->req, "x-amz-copy-source-range");
+    fl_slice_t rg = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-range"));
     if (rg.ptr) {
         int rc = parse_range(rg, src->meta.size, &start, &end);
         /* only bytes=first-last, inside the source */
@@ -1597,6 +1673,38 @@ out:
     free(sk);
 }
 
+/* OSS: the completed object's headers, the upload's plus the CRC-64 of the
+ * whole object combined from the listed parts' CRCs (NULL: the upload's as
+ * they are, when a part has no CRC or the listing fails). malloc'd. */
+static char *oss_complete_headers(s3req_t *r, const fl_part_ref_t *refs, size_t n)
+{
+    fl_part_info_t *p = NULL;
+    size_t np = 0;
+    bool tr = false;
+    char *uh = NULL, *out = NULL;
+    uint64_t crc = 0;
+    if (fl_store_mpu_parts(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"), 0,
+                           FL_S3_MAX_PARTS, &p, &np, &tr, &uh) != FL_OK)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const fl_part_info_t *pi = NULL;
+        for (size_t k = 0; k < np && !pi; k++)
+            if (p[k].number == refs[i].number) pi = &p[k];
+        const char *c = pi && pi->headers ? strstr(pi->headers, CRC64_HDR ": ") : NULL;
+        if (!c) goto out;
+        uint64_t pc = strtoull(c + sizeof CRC64_HDR + 1, NULL, 10);
+        crc = i ? fl_crc64ecma_combine(crc, pc, (uint64_t)pi->size) : pc;
+    }
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    fl_buf_printf(&b, "%s" CRC64_HDR ": %llu\n", uh ? uh : "", (unsigned long long)crc);
+    out = fl_buf_steal(&b);
+out:
+    fl_part_infos_free(p, np);
+    free(uh);
+    return out;
+}
+
 static void op_complete_upload(s3req_t *r)
 {
     fl_http_set_op(r->c, "CompleteMultipartUpload");
@@ -1632,15 +1740,29 @@ static void op_complete_upload(s3req_t *r)
     char ifm[48];
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
     fl_obj_meta_t meta = { 0 };
+    char *final_hdrs = OSS(r) ? oss_complete_headers(r, refs, n) : NULL;
     fl_err_t e = fl_store_mpu_complete(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"),
-                                       refs, n, FL_S3_MIN_PART_BYTES, NULL, &cond, &meta);
+                                       refs, n, FL_S3_MIN_PART_BYTES, final_hdrs, &cond, &meta);
+    if (!e && final_hdrs) {
+        const char *c = strstr(final_hdrs, CRC64_HDR ": ");
+        if (c) {
+            char v[32];
+            size_t l = strcspn(c + sizeof CRC64_HDR + 1, "\n");
+            if (l < sizeof v) {
+                memcpy(v, c + sizeof CRC64_HDR + 1, l);
+                v[l] = 0;
+                fl_http_resp_header(r->c, CRC64_HDR, v);
+            }
+        }
+    }
+    free(final_hdrs);
     if (e) {
         s3_error_from(r, e);
         goto out;
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<CompleteMultipartUploadResult" XMLNS ">");
+    xml_open(r, &b, "CompleteMultipartUploadResult", false);
     fl_buf_adds(&b, "<Location>");
     fl_xml_escape(&b, r->req->path, r->req->path_len);
     fl_buf_adds(&b, "</Location>");
@@ -1677,7 +1799,7 @@ static void op_list_parts(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListPartsResult" XMLNS ">");
+    xml_open(r, &b, "ListPartsResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elems(&b, "UploadId", qget(r, "uploadId"));
@@ -1783,7 +1905,7 @@ static void route(s3req_t *r)
     }
     if (r->keylen > FL_S3_MAX_KEY_BYTES) return s3_error(r, 400, "KeyTooLongError", NULL);
     bool upload = qhas(r, "uploadId");
-    bool copy = hhas(r, "x-amz-copy-source");
+    bool copy = hhas(r, xname(r, "x-amz-copy-source"));
     if (PUT) {
         if (upload) return copy ? op_upload_part_copy(r) : op_upload_part(r);
         if (qhas(r, "tagging") || qhas(r, "acl") || qhas(r, "retention") || qhas(r, "legal-hold")) {
@@ -1813,6 +1935,10 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
 {
     s3req_t r = { .c = c, .req = req, .cfg = ud };
     r.head = strcmp(req->method, "HEAD") == 0;
+    fl_sigv4_req_t sr = { .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
+                          .raw_query = req->query, .raw_query_len = req->query_len,
+                          .headers = req->headers, .nheaders = req->nheaders };
+    r.dialect = fl_sigv4_dialect(&sr);
     common_headers(&r);
     if (parse_path(&r) != FL_OK) {
         fl_http_set_op(c, "Invalid");
