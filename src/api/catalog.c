@@ -121,7 +121,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     fl_sigv4_auth_t auth;
     fl_sig_dialect_t dialect = fl_sigv4_dialect(&sr);
     r.dialect = dialect;
-    if (dialect == FL_SIG_OSS4) { /* OSS Tables' request id, on every answer */
+    if (fl_sig_is_oss(dialect)) { /* OSS Tables' request id, on every answer */
         fl_http_resp_header(c, "x-oss-request-id", fl_http_request_id(c));
     } else {
         fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));

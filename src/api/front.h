@@ -32,7 +32,7 @@ typedef struct fl_api_req {
     size_t body_len;
     const char *principal;        /* access key id, or "anonymous" */
     /* The client's dialect, from its signature (even one that failed to
-     * verify): FL_SIG_OSS4 makes the S3 Tables front door answer as OSS
+     * verify): OSS4 or V1 (fl_sig_is_oss) makes the S3 Tables front door answer as OSS
      * Tables does (x-oss-error-type, x-oss-request-id); anything else keeps
      * S3 Tables' shapes. */
     fl_sig_dialect_t dialect;

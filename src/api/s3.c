@@ -8,7 +8,7 @@
  * computed on the way; the blob is published only after every check passed,
  * so a rejected or cut-off upload leaves nothing behind.
  *
- * OSS dialect: a request signed OSS4-HMAC-SHA256 (r->dialect) is answered as
+ * OSS dialect: a request signed OSS4-HMAC-SHA256 or OSS V1 (r->dialect) is answered as
  * OSS answers: x-oss-request-id, XML without S3's namespace, errors with
  * <RequestId>, <HostId> and <EC>; x-oss-copy-source / -metadata-directive and
  * x-oss-meta-* instead of their x-amz-* names (metadata is stored as
@@ -51,10 +51,10 @@ typedef struct s3req {
     bool signed_req;
     bool responded;
     bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
-    fl_sig_dialect_t dialect; /* FL_SIG_OSS4: answer as OSS (see the top of the file) */
+    fl_sig_dialect_t dialect; /* OSS4 or V1: answer as OSS (see the top of the file) */
 } s3req_t;
 
-#define OSS(r) ((r)->dialect == FL_SIG_OSS4)
+#define OSS(r) fl_sig_is_oss((r)->dialect)
 #define CRC64_HDR "x-oss-hash-crc64ecma"
 
 /* The request header named amz ("x-amz-copy-source", ...) in the client's
@@ -81,6 +81,13 @@ static const char *xname(const s3req_t *r, const char *amz)
 static void xml_open(const s3req_t *r, fl_buf_t *b, const char *root, bool empty)
 {
     fl_buf_printf(b, XML_DECL "<%s%s%s>", root, OSS(r) ? "" : XMLNS, empty ? "/" : "");
+}
+
+/* A timestamp for an XML answer: OSS's are whole seconds (".000Z"; oss2
+ * parses no other form), S3's keep the milliseconds. */
+static void xml_time(const s3req_t *r, int64_t ms, char *out, size_t n)
+{
+    fl_time_iso8601(OSS(r) ? ms - ms % 1000 : ms, out, n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -272,7 +279,7 @@ static void send_copy_result(s3req_t *r, const char *root, const char *etag)
     fl_buf_t b;
     char t[32];
     fl_buf_init(&b, 0);
-    fl_time_iso8601(fl_now_ms(), t, sizeof t);
+    xml_time(r, fl_now_ms(), t, sizeof t);
     xml_open(r, &b, root, false);
     fl_xml_elems(&b, "LastModified", t);
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></%s>", etag, root);
@@ -831,7 +838,7 @@ static void op_list_buckets(s3req_t *r)
     fl_buf_adds(&b, XML_OWNER "<Buckets>");
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(bs[i].created_ms, t, sizeof t);
+        xml_time(r, bs[i].created_ms, t, sizeof t);
         fl_buf_adds(&b, "<Bucket>");
         fl_xml_elems(&b, "Name", bs[i].name);
         fl_xml_elems(&b, "CreationDate", t);
@@ -916,7 +923,7 @@ static bool parse_int_param(s3req_t *r, const char *name, int def, int lo, int h
 {
     const char *v = qget(r, name);
     *out = def;
-    if (!v) return true;
+    if (!v || (OSS(r) && !*v)) return true; /* oss2 sends part-number-marker= for "none" */
     char *end;
     long x = strtol(v, &end, 10);
     if (!*v || *end || x < 0) {
@@ -996,11 +1003,13 @@ static void op_list_objects(s3req_t *r, bool v2)
     for (size_t i = 0; i < res.nents; i++) {
         fl_list_ent_t *it = &res.ents[i];
         char t[32];
-        fl_time_iso8601(it->mtime_ms, t, sizeof t);
+        xml_time(r, it->mtime_ms, t, sizeof t);
         fl_buf_adds(&b, "<Contents>");
         list_key(&b, "Key", it->key, it->keylen, url);
         fl_xml_elems(&b, "LastModified", t);
         fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", it->etag);
+        if (OSS(r)) /* OSS's object type; oss2 requires it */
+            fl_xml_elems(&b, "Type", strchr(it->etag, '-') ? "Multipart" : "Normal");
         fl_xml_elemf(&b, "Size", "%lld", (long long)it->size);
         fl_xml_elems(&b, "StorageClass", "STANDARD");
         if (owner) fl_buf_adds(&b, XML_OWNER);
@@ -1095,7 +1104,7 @@ static void op_list_uploads(s3req_t *r)
     fl_xml_elems(&b, "IsTruncated", trunc ? "true" : "false");
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(u[i].created_ms, t, sizeof t);
+        xml_time(r, u[i].created_ms, t, sizeof t);
         fl_buf_adds(&b, "<Upload>");
         fl_xml_elem(&b, "Key", u[i].key, u[i].keylen);
         fl_xml_elems(&b, "UploadId", u[i].upload_id);
@@ -1810,7 +1819,7 @@ static void op_list_parts(s3req_t *r)
     fl_buf_adds(&b, XML_INITIATOR_OWNER);
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(p[i].mtime_ms, t, sizeof t);
+        xml_time(r, p[i].mtime_ms, t, sizeof t);
         fl_buf_adds(&b, "<Part>");
         fl_xml_elemf(&b, "PartNumber", "%d", p[i].number);
         fl_xml_elems(&b, "LastModified", t);

@@ -111,7 +111,7 @@ void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     fl_http_resp_status(r->c, status);
-    fl_http_resp_header(r->c, r->dialect == FL_SIG_OSS4 ? "x-oss-error-type" : "x-amzn-ErrorType", type);
+    fl_http_resp_header(r->c, fl_sig_is_oss(r->dialect) ? "x-oss-error-type" : "x-amzn-ErrorType", type);
     fl_http_resp_header(r->c, "Content-Type", "application/json");
     if (text) fl_http_resp_send(r->c, text, strlen(text));
     else fl_http_resp_send(r->c, "{}", 2);

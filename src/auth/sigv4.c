@@ -434,6 +434,14 @@ static fl_err_t oss_object_resource(const fl_sigv4_req_t *r, fl_buf_t *out)
     return FL_OK;
 }
 
+/* The object flavour's resource: cfg->oss_resource if the caller gave one
+ * (a virtual-hosted request's "/{bucket}/{key}"), else from the path. */
+static fl_err_t oss1_resource(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, fl_buf_t *out)
+{
+    if (cfg->oss_resource) return fl_buf_add(out, cfg->oss_resource, cfg->oss_resource_len);
+    return oss_object_resource(r, out);
+}
+
 /* OSS4 canonical request:
  *   method \n encode(resource) \n raw sorted query \n "name:value\n"... \n
  *   additional-headers \n payload
@@ -801,6 +809,7 @@ fl_sig_dialect_t fl_sigv4_dialect(const fl_sigv4_req_t *r)
     fl_slice_t a = fl_slice_trim(hdr_get(r->headers, r->nheaders, "authorization"));
     if (a.ptr && a.len >= 5 && !memcmp(a.ptr, "AWS4-", 5)) return FL_SIG_AWS4;
     if (a.ptr && a.len >= 5 && !memcmp(a.ptr, "OSS4-", 5)) return FL_SIG_OSS4;
+    if (a.ptr && a.len >= 4 && !memcmp(a.ptr, "OSS ", 4)) return FL_SIG_OSS1;
     char tmp[8];
     for (int k = 0; k < 2; k++) {
         const dialect_t *d = k ? &OSS : &AWS;
@@ -808,6 +817,7 @@ fl_sig_dialect_t fl_sigv4_dialect(const fl_sigv4_req_t *r)
         for (size_t i = 0; i < 3; i++)
             if (q_get(r->raw_query, r->raw_query_len, q[i], tmp, sizeof tmp) != 0) return d->id;
     }
+    if (q_get(r->raw_query, r->raw_query_len, "OSSAccessKeyId", tmp, sizeof tmp) != 0) return FL_SIG_OSS1;
     return FL_SIG_NONE;
 }
 
@@ -868,6 +878,307 @@ static fl_err_t parse_query_auth(const dialect_t *d, const fl_sigv4_req_t *r, qb
     return FL_OK;
 }
 
+/* ---- OSS V1: "Authorization: OSS {akid}:{signature}" and the presigned
+ * OSSAccessKeyId / Expires / Signature query ----
+ *
+ * signature = base64(HMAC-SHA1(secret, VERB \n Content-MD5 \n Content-Type \n
+ *             Date \n {"x-oss-name:value\n" sorted by name} {resource}))
+ * Date is x-oss-date if sent, else Date; in the presigned form it is Expires
+ * (seconds since the epoch). resource is "/{bucket}/{key}" decoded ("/bucket/"
+ * for the bucket, "/" for the service), then '?' and the sub-resources among
+ * the query parameters, decoded, sorted by name, "name=value" or the bare name
+ * when empty, joined with '&'. Nothing in V1 names a region or covers a body
+ * but through Content-MD5 (which the data plane checks against the body). */
+
+/* The query parameters V1 signs: the union of the lists the OSS SDKs carry
+ * (Python oss2, Java aliyun-sdk-oss), sorted by strcmp for bsearch. A name
+ * one SDK signs and the other does not concerns only operations floe does not
+ * implement. */
+static const char *const OSS1_SUBRES[] = {
+    "accessPoint", "accessPointPolicy", "acl", "append", "asyncFetch", "bucketArchiveDirectRead",
+    "bucketInfo", "callback", "callback-var", "cname", "comp", "continuation-token", "cors",
+    "delete", "encryption", "endTime", "group", "httpsConfig", "img", "inventory", "inventoryId",
+    "lifecycle", "link", "live", "location", "logging", "metaQuery", "objectInfo", "objectMeta",
+    "partNumber", "policy", "position", "processConfiguration", "publicAccessBlock", "qos",
+    "qosInfo", "qosRequester", "redundancyTransition", "referer", "regionList", "replication",
+    "replicationLocation", "replicationProgress", "requestPayment", "requesterQosInfo",
+    "resourceGroup", "resourcePool", "resourcePoolBuckets", "resourcePoolInfo",
+    "response-cache-control", "response-content-disposition", "response-content-encoding",
+    "response-content-language", "response-content-type", "response-expires", "restore",
+    "security-token", "sequential", "startTime", "stat", "status", "style", "styleName",
+    "symlink", "tagging", "transferAcceleration", "udf", "udfApplication", "udfApplicationLog",
+    "udfImage", "udfImageDesc", "udfName", "uploadId", "uploads", "versionId", "versioning",
+    "versions", "vip", "vod", "vpcip", "website", "worm", "wormExtend", "wormId",
+    "x-oss-ac-forward-allow", "x-oss-ac-source-ip", "x-oss-ac-subnet-mask", "x-oss-ac-vpc-id",
+    "x-oss-access-point-name", "x-oss-async-process", "x-oss-process",
+    "x-oss-redundancy-transition-taskid", "x-oss-request-payer", "x-oss-target-redundancy-type",
+    "x-oss-traffic-limit", "x-oss-write-get-object-response",
+};
+
+static int cstr_key_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, *(const char *const *)elem);
+}
+
+static bool oss1_subresource(const char *name)
+{
+    return bsearch(name, OSS1_SUBRES, sizeof OSS1_SUBRES / sizeof OSS1_SUBRES[0],
+                   sizeof OSS1_SUBRES[0], cstr_key_cmp) != NULL;
+}
+
+typedef struct subres {
+    char *name, *value;
+} subres_t;
+
+static int subres_cmp(const void *a, const void *b)
+{
+    return strcmp(((const subres_t *)a)->name, ((const subres_t *)b)->name);
+}
+
+/* Appends "?a=1&b" (the signed sub-resources of the raw query) to out.
+ * FL_ERR_INVALID on a bad escape or a sub-resource given twice. */
+static fl_err_t oss1_subresources(const char *q, size_t qlen, fl_buf_t *out)
+{
+    fl_err_t e = FL_OK;
+    size_t cnt = 1, n = 0;
+    subres_t *sr = NULL;
+    fl_buf_t dec;
+    fl_buf_init(&dec, qlen + 64);
+    if (!q || !qlen) goto out;
+    for (size_t i = 0; i < qlen; i++) cnt += q[i] == '&';
+    sr = fl_calloc(cnt, sizeof *sr);
+    const char *p = q, *end = q + qlen;
+    fl_slice_t nm, v;
+    while (q_next(&p, end, &nm, &v, NULL)) {
+        fl_buf_reset(&dec);
+        if ((e = fl_uri_decode(nm, true, &dec))) goto out;
+        if (!oss1_subresource(dec.ptr)) continue;
+        sr[n].name = fl_strndup(dec.ptr, dec.len);
+        fl_buf_reset(&dec);
+        if ((e = fl_uri_decode(v, true, &dec))) goto out;
+        sr[n].value = fl_strndup(dec.ptr, dec.len);
+        n++;
+    }
+    qsort(sr, n, sizeof *sr, subres_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(sr[i].name, sr[i - 1].name)) {
+            e = FL_ERR_INVALID;
+            goto out;
+        }
+        if ((e = fl_buf_addc(out, i ? '&' : '?')) || (e = fl_buf_adds(out, sr[i].name))) goto out;
+        if (sr[i].value[0] && ((e = fl_buf_addc(out, '=')) || (e = fl_buf_adds(out, sr[i].value))))
+            goto out;
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        free(sr[i].name);
+        free(sr[i].value);
+    }
+    free(sr);
+    fl_buf_free(&dec);
+    return e;
+}
+
+/* The V1 string to sign, date_value in the Date slot. */
+static fl_err_t oss1_string_to_sign(const fl_sigv4_req_t *r, fl_slice_t resource,
+                                    fl_slice_t date_value, fl_buf_t *out)
+{
+    fl_err_t e;
+    fl_buf_t list;
+    fl_slice_t md5 = fl_slice_trim(hdr_get(r->headers, r->nheaders, "content-md5"));
+    fl_slice_t ct = fl_slice_trim(hdr_get(r->headers, r->nheaders, "content-type"));
+    fl_buf_init(&list, FL_SIGV4_MAX_SIGNED_HEADERS + 64 * 64);
+    if ((e = fl_buf_printf(out, "%s\n%.*s\n%.*s\n%.*s\n", r->method, (int)md5.len, md5.ptr ? md5.ptr : "",
+                           (int)ct.len, ct.ptr ? ct.ptr : "", (int)date_value.len, date_value.ptr)))
+        goto out;
+    for (size_t i = 0; i < r->nheaders; i++) { /* the x-oss-* names, sorted, once each */
+        const fl_http_header_t *h = &r->headers[i];
+        if (h->name_len <= 6 || !ieq(h->name, 6, "x-oss-", 6)) continue;
+        if (list.len && (e = fl_buf_addc(&list, ';'))) goto out;
+        for (size_t k = 0; k < h->name_len; k++)
+            if ((e = fl_buf_addc(&list, lower(h->name[k])))) goto out;
+    }
+    if (list.len) {
+        size_t cnt = 1;
+        for (size_t i = 0; i < list.len; i++) cnt += list.ptr[i] == ';';
+        char **names = fl_calloc(cnt, sizeof *names), *save = NULL;
+        size_t n = 0;
+        for (char *t = strtok_r(list.ptr, ";", &save); t; t = strtok_r(NULL, ";", &save)) names[n++] = t;
+        qsort(names, n, sizeof *names, cstr_cmp);
+        fl_buf_t sorted;
+        fl_buf_init(&sorted, list.len + 1);
+        for (size_t i = 0; i < n && !e; i++) {
+            if (i && !strcmp(names[i], names[i - 1])) continue;
+            if (sorted.len) e = fl_buf_addc(&sorted, ';');
+            if (!e) e = fl_buf_adds(&sorted, names[i]);
+        }
+        free(names);
+        /* "name:value\n", repeated headers joined with ',' */
+        if (!e) e = canon_headers(r->headers, r->nheaders, sorted.ptr, sorted.len, false, out);
+        fl_buf_free(&sorted);
+        if (e) goto out;
+    }
+    if ((e = fl_buf_add(out, resource.ptr, resource.len))) goto out;
+    e = oss1_subresources(r->raw_query, r->raw_query ? r->raw_query_len : 0, out);
+out:
+    fl_buf_free(&list);
+    return e;
+}
+
+static fl_err_t oss1_resource(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, fl_buf_t *out);
+
+/* V1 verification (the object flavour only: cfg->oss_products must hold "oss"). */
+static fl_err_t verify_oss1(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, bool head_only,
+                            fl_sigv4_auth_t *auth, fl_sigv4_error_t *err)
+{
+    static const char QM[] = "AuthorizationQueryParametersError";
+    fl_err_t e = FL_OK;
+    char akid[128], secret[128] = { 0 }, qakid[160], qexp[24], qsig[80], datebuf[64];
+    unsigned char given[32], calc[20];
+    fl_slice_t date_value = { NULL, 0 };
+    int64_t t = -1, expires = -1;
+    bool presigned = false;
+    fl_buf_t sts, res;
+    fl_buf_init(&sts, 64 * 1024);
+    fl_buf_init(&res, FL_HTTP_MAX_TARGET_BYTES + 4096);
+    if (!name_in(cfg->oss_products, fl_slice_cstr("oss"))) {
+        e = fail(err, 400, "InvalidArgument", "Unsupported Authorization Type");
+        goto out;
+    }
+    fl_slice_t az = fl_slice_trim(hdr_get(r->headers, r->nheaders, "authorization"));
+    int qa = q_get(r->raw_query, r->raw_query_len, "OSSAccessKeyId", qakid, sizeof qakid);
+    if (az.ptr && qa) {
+        e = fail(err, 400, "InvalidArgument", "Only one auth mechanism allowed; only the "
+                 "OSSAccessKeyId query parameter, Signature query string parameter or the "
+                 "Authorization header should be specified");
+        goto out;
+    }
+    long glen;
+    if (az.ptr) {
+        /* "OSS " akid ":" base64 (fl_sigv4_dialect saw the "OSS " prefix) */
+        fl_slice_t v = fl_slice_trim(fl_slice(az.ptr + 4, az.len - 4));
+        const char *colon = memchr(v.ptr, ':', v.len);
+        if (!colon || colon == v.ptr || (size_t)(colon - v.ptr) >= sizeof akid) {
+            e = fail(err, 400, "InvalidArgument", "Authorization header is invalid.");
+            goto out;
+        }
+        copy_slice(akid, sizeof akid, fl_slice(v.ptr, (size_t)(colon - v.ptr)));
+        fl_slice_t sig = fl_slice(colon + 1, (size_t)(v.ptr + v.len - colon - 1));
+        glen = sig.len > 0 && sig.len <= 44 ? fl_base64_decode(sig.ptr, sig.len, given, sizeof given) : -1;
+        fl_slice_t xd = fl_slice_trim(hdr_get(r->headers, r->nheaders, "x-oss-date"));
+        date_value = xd.ptr ? xd : fl_slice_trim(hdr_get(r->headers, r->nheaders, "date"));
+        t = date_value.ptr ? fl_time_parse_http(date_value.ptr, date_value.len) : -1;
+        if (t < 0) {
+            e = fail(err, 403, "AccessDenied", "OSS authentication requires a valid Date.");
+            goto out;
+        }
+    } else {
+        presigned = true;
+        int qe = q_get(r->raw_query, r->raw_query_len, "Expires", qexp, sizeof qexp);
+        int qs = q_get(r->raw_query, r->raw_query_len, "Signature", qsig, sizeof qsig);
+        if (qa != 1 || qe != 1 || qs != 1 || !qakid[0] || strlen(qakid) >= sizeof akid) {
+            e = fail(err, 400, QM, "Query-string authentication requires the OSSAccessKeyId, "
+                     "Expires and Signature parameters, once each.");
+            goto out;
+        }
+        fl_strlcpy(akid, qakid, sizeof akid);
+        size_t el = strlen(qexp);
+        expires = 0;
+        for (size_t i = 0; i < el; i++) {
+            if (qexp[i] < '0' || qexp[i] > '9' || expires > INT64_MAX / 20) {
+                expires = -1;
+                break;
+            }
+            expires = expires * 10 + (qexp[i] - '0');
+        }
+        if (!el || expires < 0) {
+            e = fail(err, 400, QM, "Expires should be a number");
+            goto out;
+        }
+        for (char *c = qsig; *c; c++)
+            if (*c == ' ') *c = '+'; /* a raw '+' of the base64 decodes as a space */
+        glen = fl_base64_decode(qsig, strlen(qsig), given, sizeof given);
+        fl_strlcpy(datebuf, qexp, sizeof datebuf);
+        date_value = fl_slice_cstr(datebuf);
+    }
+    if (glen != 20) {
+        e = fail(err, 403, "SignatureDoesNotMatch", "The request signature we calculated does "
+                 "not match the signature you provided. Check your key and signing method.");
+        goto out;
+    }
+    if (!cfg->lookup || !cfg->lookup(cfg->lookup_ud, akid, secret)) {
+        e = fail(err, 403, "InvalidAccessKeyId", "The OSS Access Key Id you provided does not "
+                 "exist in our records.");
+        goto out;
+    }
+    secret[sizeof secret - 1] = 0;
+    if (!presigned) {
+        int64_t dt = cfg->now - t;
+        if (dt > FL_SIGV4_MAX_SKEW_S || dt < -FL_SIGV4_MAX_SKEW_S) {
+            e = fail(err, 403, "RequestTimeTooSkewed", "The difference between the request time "
+                     "and the current time is too large.");
+            goto out;
+        }
+    } else {
+        if (cfg->now > expires) {
+            e = fail(err, 403, "AccessDenied", "Request has expired.");
+            goto out;
+        }
+        if (expires - cfg->now > FL_SIGV4_MAX_EXPIRES_S + FL_SIGV4_MAX_SKEW_S) {
+            e = fail(err, 400, QM, "Expires must be less than a week (604800 seconds) from now");
+            goto out;
+        }
+    }
+    /* V1 signs the x-oss-* headers only: an x-amz-* header the data plane would
+     * act on (x-amz-copy-source, metadata) is unsigned. */
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const fl_http_header_t *h = &r->headers[i];
+        if (!must_be_signed(h, false)) continue;
+        err->detail_name = "HeadersNotSigned";
+        size_t dl = strlen(err->detail_value);
+        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
+        if (dl) {
+            memcpy(err->detail_value + dl, ", ", 2);
+            dl += 2;
+        }
+        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
+        err->detail_value[dl + h->name_len] = 0;
+    }
+    if (err->detail_name) {
+        e = fail(err, 403, "AccessDenied", "There were headers present in the request which were "
+                 "not signed");
+        goto out;
+    }
+    if (head_only) goto out;
+
+    if ((e = oss1_resource(r, cfg, &res)) ||
+        (e = oss1_string_to_sign(r, fl_slice(res.ptr, res.len), date_value, &sts))) {
+        e = e == FL_ERR_INVALID ? fail(err, 400, "InvalidURI", "Couldn't parse the specified URI.")
+                                : fail(err, 400, "InvalidArgument", "Request too large to sign");
+        goto out;
+    }
+    fl_hmac_sha1(secret, strlen(secret), sts.ptr, sts.len, calc);
+    if (CRYPTO_memcmp(calc, given, 20) != 0) {
+        e = fail(err, 403, "SignatureDoesNotMatch", "The request signature we calculated does "
+                 "not match the signature you provided. Check your key and signing method.");
+        goto out;
+    }
+    auth->dialect = FL_SIG_OSS1;
+    fl_strlcpy(auth->akid, akid, sizeof auth->akid);
+    fl_strlcpy(auth->service, "oss", sizeof auth->service);
+    if (cfg->region) fl_strlcpy(auth->region, cfg->region, sizeof auth->region);
+    fl_time_amz((time_t)(presigned ? cfg->now : t), auth->amz_date, sizeof auth->amz_date);
+    auth->payload_mode = FL_PAYLOAD_UNSIGNED;
+    auth->presigned = presigned;
+    e = FL_OK;
+out:
+    OPENSSL_cleanse(secret, sizeof secret);
+    OPENSSL_cleanse(calc, sizeof calc);
+    fl_buf_free(&sts);
+    fl_buf_free(&res);
+    return e;
+}
+
 static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
                        const char *body_sha256_hex, bool head_only, fl_sigv4_auth_t *auth,
                        fl_sigv4_error_t *err)
@@ -887,6 +1198,10 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
     memset(err, 0, sizeof *err);
 
     fl_sig_dialect_t did = fl_sigv4_dialect(r);
+    if (did == FL_SIG_OSS1) {
+        e = verify_oss1(r, cfg, head_only, auth, err);
+        goto out;
+    }
     const dialect_t *d = did == FL_SIG_OSS4 ? &OSS : &AWS;
     bool oss = did == FL_SIG_OSS4;
     const char *const *services = oss ? cfg->oss_products : cfg->services;

@@ -1,4 +1,4 @@
-/* AWS Signature Version 4 and Alibaba Cloud's OSS4-HMAC-SHA256: verification
+/* AWS Signature Version 4, Alibaba Cloud's OSS4-HMAC-SHA256 and OSS V1: verification
  * (Authorization header and presigned query), aws-chunked body decoding with
  * per-chunk and trailer signatures, and a SigV4 signer for floe's own clients.
  * SigV4 services: "s3" (single-encoded canonical URI, no path normalisation)
@@ -7,7 +7,12 @@
  * dialect is a parameter of one verification path (its own algorithm name,
  * key prefix "aliyun_v4", scope terminator "aliyun_v4_request", x-oss-*
  * names, implicitly signed x-oss-* headers, a resource as canonical URI and
- * the raw query). Pure functions over a request view, thread-safe; the
+ * the raw query). OSS V1 (HMAC-SHA1 over verb, Content-MD5, Content-Type,
+ * Date or Expires, x-oss-* headers and "/{bucket}/{key}" with the signed
+ * sub-resources) goes through the same entry points, object flavour only (the
+ * product "oss" must be accepted), with the same key lookup, time window,
+ * constant-time comparison and unsigned-x-amz-* refusal. Pure functions over
+ * a request view, thread-safe; the
  * signing-key cache is internally locked. */
 #ifndef FL_AUTH_SIGV4_H
 #define FL_AUTH_SIGV4_H
@@ -28,7 +33,11 @@ typedef enum fl_sig_dialect {
     FL_SIG_NONE = 0,
     FL_SIG_AWS4,        /* AWS4-HMAC-SHA256 */
     FL_SIG_OSS4,        /* OSS4-HMAC-SHA256 */
+    FL_SIG_OSS1,        /* OSS V1: "OSS akid:sig" (HMAC-SHA1) or OSSAccessKeyId/Expires/Signature */
 } fl_sig_dialect_t;
+
+/* True for Alibaba Cloud's signatures (answered in the OSS dialect). */
+static inline bool fl_sig_is_oss(fl_sig_dialect_t d) { return d == FL_SIG_OSS4 || d == FL_SIG_OSS1; }
 
 typedef enum fl_payload_mode {
     FL_PAYLOAD_SHA256 = 0,               /* hex hash given: body must match payload_sha256 */
@@ -56,9 +65,9 @@ typedef struct fl_sigv4_cfg {
     int64_t now;                 /* seconds since epoch (tests pass a fixed time) */
     const char *region;          /* the credential scope's region must equal this; NULL: any */
     /* OSS4: NULL-terminated list of accepted products ("oss", "osstables");
-     * NULL refuses OSS4 signatures. */
+     * NULL refuses OSS4 signatures. OSS V1 is accepted only where "oss" is. */
     const char *const *oss_products;
-    /* OSS4 canonical resource, not yet percent-encoded (e.g. "/bucket/key",
+    /* OSS4 and V1 canonical resource, not yet percent-encoded (e.g. "/bucket/key",
      * or the tables flavour's "/{bucket ARN}/{decoded path}"); NULL: the
      * object flavour's "/{bucket}/{key}" from the path ("/bucket" gets its '/'). */
     const char *oss_resource;
@@ -94,8 +103,8 @@ typedef struct fl_sigv4_error {
     char detail_value[256];
 } fl_sigv4_error_t;
 
-/* True if the request carries SigV4 or OSS4 credentials at all (Authorization
- * header or X-Amz-* / x-oss-* signature query parameters). */
+/* True if the request carries SigV4, OSS4 or OSS V1 credentials at all
+ * (Authorization header, or X-Amz-* / x-oss-* / OSSAccessKeyId query parameters). */
 bool fl_sigv4_present(const fl_sigv4_req_t *r);
 /* Which signature family the request carries (from the Authorization header's
  * algorithm or the query parameters' names); FL_SIG_NONE if none. Lets a

@@ -383,12 +383,17 @@ void fl_md5(const void *p, size_t n, unsigned char out[16])
 
 /* HMAC-SHA256 (RFC 2104) over one EVP context: cheaper than HMAC()/EVP_Q_mac,
  * which fetch and set up an EVP_MAC on every call. */
-void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32])
+/* HMAC (RFC 2104) over a 64-byte-block hash whose digest is dlen bytes. */
+static void hmac(fl_cksum_alg_t a, size_t dlen, const void *key, size_t keylen, const void *p,
+                 size_t n, unsigned char *out)
 {
     unsigned char k[64] = { 0 }, pad[64], inner[32];
-    const EVP_MD *md = alg_md(FL_CK_SHA256);
-    if (keylen > 64) fl_sha256(key, keylen, k);
-    else if (keylen) memcpy(k, key, keylen);
+    const EVP_MD *md = alg_md(a);
+    if (keylen > 64) {
+        if (!EVP_Digest(key, keylen, k, NULL, md, NULL)) crypto_fail("hmac key");
+    } else if (keylen) {
+        memcpy(k, key, keylen);
+    }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx) crypto_fail("EVP_MD_CTX_new");
     for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x36;
@@ -397,9 +402,20 @@ void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, uns
         crypto_fail("hmac inner");
     for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x5c;
     if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, pad, 64) ||
-        !EVP_DigestUpdate(ctx, inner, 32) || !EVP_DigestFinal_ex(ctx, out, NULL))
+        !EVP_DigestUpdate(ctx, inner, dlen) || !EVP_DigestFinal_ex(ctx, out, NULL))
         crypto_fail("hmac outer");
     EVP_MD_CTX_free(ctx);
     OPENSSL_cleanse(k, sizeof k);
     OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+}
+
+void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32])
+{
+    hmac(FL_CK_SHA256, 32, key, keylen, p, n, out);
+}
+
+void fl_hmac_sha1(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[20])
+{
+    hmac(FL_CK_SHA1, 20, key, keylen, p, n, out);
 }

@@ -55,5 +55,7 @@ void fl_sha256(const void *p, size_t n, unsigned char out[32]);
 void fl_sha256_hex(const void *p, size_t n, char out[65]);
 void fl_md5(const void *p, size_t n, unsigned char out[16]);
 void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32]);
+/* HMAC-SHA1, for OSS's V1 signature only. */
+void fl_hmac_sha1(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[20]);
 
 #endif

@@ -5,7 +5,8 @@
  * signer and verify the result (exercises the success path); bit 2: verify
  * with a body hash; bit 3: an OSS4 resource from the caller (tables flavour)
  * and the "s3" service for the extra canonical request. Authorization headers
- * and query parameters of both dialects (AWS4-HMAC-SHA256, OSS4-HMAC-SHA256)
+ * and query parameters of every dialect (AWS4-HMAC-SHA256, OSS4-HMAC-SHA256,
+ * OSS V1 "OSS akid:sig" and OSSAccessKeyId/Expires/Signature)
  * reach the one verifier. The verifier must never crash or leak; its answer
  * is free. */
 #include "auth/sigv4.h"
