@@ -21,6 +21,7 @@
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
 #include "api/tables.h"
+#include "auth/policy.h"
 #include "catalog/maintcfg.h"
 #include "catalog/tablesvc.h"
 #include "base/log.h"
@@ -543,42 +544,27 @@ static bool tags_ok(treq_t *t, json_t *tags)
     return true;
 }
 
-/* A resource policy: a JSON object with Version and Statement, at most 20 KB. */
+/* A resource policy: a JSON object with Version and Statement, at most 20 KB,
+ * that the policy engine accepts as a resource policy (auth/policy.h); a
+ * malformed one is refused here, when it is stored, never at evaluation. */
 static bool policy_ok(treq_t *t, const char *text)
 {
     json_error_t je;
     json_t *p = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    bool ok = false;
-    if (!p || !json_is_object(p)) {
-        fail(t, "BadRequestException", "The resource policy is not a valid JSON policy document.");
-        goto out;
-    }
-    json_t *v = json_object_get(p, "Version"), *s = json_object_get(p, "Statement");
-    if (!json_is_string(v)) {
-        fail(t, "BadRequestException", "The resource policy must have a Version string.");
-        goto out;
-    }
-    if (!json_is_object(s) && !(json_is_array(s) && json_array_size(s) > 0)) {
-        fail(t, "BadRequestException", "The resource policy must have a Statement (object or non-empty array).");
-        goto out;
-    }
-    size_t i;
-    json_t *st;
-    json_t *one = json_is_object(s) ? json_pack("[O]", s) : json_incref(s);
-    json_array_foreach(one, i, st) {
-        json_t *eff = json_is_object(st) ? json_object_get(st, "Effect") : NULL;
-        const char *e = json_string_value(eff);
-        if (!e || (strcmp(e, "Allow") && strcmp(e, "Deny"))) {
-            json_decref(one);
-            fail(t, "BadRequestException", "Every policy statement needs an Effect of Allow or Deny.");
-            goto out;
-        }
-    }
-    json_decref(one);
-    ok = true;
-out:
+    bool is_obj = json_is_object(p), has_version = is_obj && json_is_string(json_object_get(p, "Version"));
     json_decref(p);
-    return ok;
+    if (is_obj && !has_version) {
+        fail(t, "BadRequestException", "The resource policy must have a Version string.");
+        return false;
+    }
+    char err[256];
+    fl_policy_t *pol = fl_policy_parse(text, strlen(text), FL_POLICY_RESOURCE, err, sizeof err);
+    if (!pol) {
+        fail(t, "BadRequestException", "Malformed policy: %s", err);
+        return false;
+    }
+    fl_policy_free(pol);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
