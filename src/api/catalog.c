@@ -4,6 +4,7 @@
  * the front door the path belongs to, so every client sees its own protocol's
  * error shape. */
 #include "api/catalog.h"
+#include "api/iam.h"
 #include "api/rest.h"
 #include "api/tables.h"
 #include "base/checksum.h"
@@ -100,11 +101,12 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         .raw_query = req->query, .raw_query_len = req->query_len,
         .headers = req->headers, .nheaders = req->nheaders,
     };
-    static const char *const services[] = { "s3tables", "osstables", NULL };
+    static const char *const services[] = { "s3tables", "osstables", "iam", "sts", NULL };
     fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
                           .region = fl_tablesvc_cfg(cfg->svc)->scope.region, .now = fl_now_ms() / 1000 };
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
+    fl_iam_who_t who = { 0 };
     bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
 
     /* the head */
@@ -165,6 +167,26 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             goto out;
         }
         r.principal = auth.akid;
+        r.service = auth.service;
+        if (cfg->iam) {
+            const fl_http_header_t *tok = fl_http_header(req, "x-amz-security-token");
+            char *token = tok ? fl_strndup(tok->value, tok->value_len) : NULL;
+            char msg[128];
+            fl_err_t e = fl_iam_identify(cfg->iam, auth.akid, token, &who, msg);
+            free(token);
+            if (e != FL_OK) {
+                fl_http_set_op(c, "Unauthenticated");
+                if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts"))
+                    fl_iam_api_error(&r, 403, "InvalidClientTokenId", msg);
+                else front_error(&r, rest, 403, rest ? "NotAuthorizedException" : "UnrecognizedClientException", msg);
+                goto out;
+            }
+            r.who = &who;
+        }
+        if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts")) {
+            fl_iam_api_handle(&r);
+            goto out;
+        }
     }
 
     /* drops must work on a full disk: the catalog's commit needs room too */
@@ -172,5 +194,6 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
 out:
+    fl_iam_who_free(&who);
     fl_buf_free(&body);
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "auth/sigv4.h"
+#include "catalog/iam.h"
 #include "catalog/tablesvc.h"
 #include "net/http.h"
 
@@ -18,6 +19,7 @@ typedef struct fl_catalog_cfg {
     bool insecure_no_auth;
     fl_secret_lookup_fn lookup;
     void *lookup_ud;
+    fl_iam_t *iam;                /* identities and authorisation (NULL: no checks, tests) */
 } fl_catalog_cfg_t;
 
 /* One request, as the front doors see it: borrowed for the handler's call, on
@@ -31,5 +33,7 @@ typedef struct fl_api_req {
     const char *body;             /* whole request body, NUL-terminated ("" when none) */
     size_t body_len;
     const char *principal;        /* access key id, or "anonymous" */
+    const fl_iam_who_t *who;      /* the signer; NULL when unsigned (--insecure-no-auth) */
+    const char *service;          /* the signing name: "s3tables", "osstables", "iam", "sts" */
 } fl_api_req_t;
 #endif

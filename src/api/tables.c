@@ -22,6 +22,7 @@
  * tables that are not AWS-managed. */
 #include "api/tables.h"
 #include "auth/policy.h"
+#include "catalog/iam.h"
 #include "catalog/maintcfg.h"
 #include "catalog/tablesvc.h"
 #include "base/log.h"
@@ -1819,6 +1820,70 @@ static bool match(const char *pattern, const char *path, size_t len, fl_slice_t 
     return s == end;
 }
 
+/* ------------------------------------------------------------------ */
+/* authorisation: every route's action is "s3tables:" + its operation name,
+ * on the table's ARN when the route names a table, else the bucket's, else
+ * the caller's account's bucket space; the bucket's and the table's resource
+ * policies take part. A denial is answered before the handler runs, so it
+ * has no side effect. */
+
+static bool authorize(treq_t *t, const char *op)
+{
+    const fl_iam_who_t *who = t->r->who;
+    if (!who || !t->cfg->iam) return true;
+    char action[96], res[FL_ARN_MAX + 16], bucket[64], tid[40];
+    const char *owner = t->sc->scope.account, *ns = NULL, *tname = NULL;
+    char *pols[2] = { NULL, NULL };
+    fl_tbucket_t b;
+    fl_table_t tb;
+    snprintf(action, sizeof action, "s3tables:%s", op);
+    snprintf(res, sizeof res, "arn:aws:s3tables:%s:%s:bucket/*", t->sc->scope.region, who->account);
+    const char *barn = NULL;
+    if (!strcmp(op, "GetTable")) {
+        barn = fl_query_get(&t->q, "tableBucketARN");
+        ns = fl_query_get(&t->q, "namespace");
+        tname = fl_query_get(&t->q, "name");
+    } else if (t->ncap >= 1 && !strncmp(t->r->path, "/tag/", 5)) {
+        barn = t->cap[0];
+    } else if (t->ncap >= 1 && (!strncmp(t->r->path, "/buckets/", 9) || !strncmp(t->r->path, "/namespaces/", 12) ||
+                                !strncmp(t->r->path, "/tables/", 8))) {
+        barn = t->cap[0];
+        if (t->ncap >= 2 && strcmp(op, "PutTableBucketMaintenanceConfiguration")) ns = t->cap[1];
+        if (t->ncap >= 3 && strncmp(t->r->path, "/namespaces/", 12)) tname = t->cap[2];
+    }
+    tid[0] = 0;
+    if (barn && fl_arn_resolve(&t->sc->scope, barn, bucket, tid) == FL_ARN_OURS &&
+        fl_catalog_bucket_get(t->cat, bucket, &b) == FL_OK) {
+        owner = b.owner;
+        fl_strlcpy(res, b.arn, sizeof res);
+        fl_catalog_doc_get(t->cat, b.arn, "policy", &pols[0]);
+        bool have_table = false;
+        if (tid[0]) have_table = fl_catalog_table_get_by_arn(t->cat, barn, &tb) == FL_OK;
+        else if (ns && tname) have_table = fl_catalog_table_get(t->cat, b.name, ns, tname, &tb) == FL_OK;
+        if (have_table) {
+            fl_strlcpy(res, tb.arn, sizeof res);
+            fl_catalog_doc_get(t->cat, tb.arn, "policy", &pols[1]);
+            ns = tb.ns;
+            tname = tb.name;
+        } else if (tname) {
+            snprintf(res, sizeof res, "%s/table/*", b.arn);
+        }
+    } else if (barn) {
+        return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
+    }
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_http_peer(t->r->c),
+                            .ns = ns, .table_name = tname };
+    fl_authz_out_t o;
+    fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
+    free(pols[0]);
+    free(pols[1]);
+    if (o.allowed) return true;
+    fl_info("audit: deny %s %s %s (%s%s%s)", who->arn, action, res, o.reason, o.sid[0] ? ", statement " : "", o.sid);
+    fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
+         action, res, o.reason);
+    return false;
+}
+
 /* Routes one S3 Tables request (already authenticated by the front door) and always answers it.
  * Connection thread only; blocks on the catalog store and the object store. */
 void fl_tables_handle(fl_api_req_t *r)
@@ -1853,6 +1918,7 @@ void fl_tables_handle(fl_api_req_t *r)
         fail(&t, "BadRequestException", "The query string is not valid.");
         goto out;
     }
+    if (!authorize(&t, hit->op)) goto out;
     hit->fn(&t);
     if (!t.responded) fail(&t, "InternalServerErrorException", NULL);
 out:

@@ -3,6 +3,7 @@
  * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
 #include "api/catalog.h"
 #include "api/s3.h"
+#include "catalog/iam.h"
 #include "catalog/tablesvc.h"
 #include "maint/sched.h"
 #include "auth/keys.h"
@@ -209,6 +210,7 @@ int fl_cmd_serve(int argc, char **argv)
     fl_store_t *store = NULL;
     fl_catalog_t *cat = NULL;
     fl_tablesvc_t *svc = NULL;
+    fl_iam_t *iam = NULL;
     fl_maint_t *maint = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
     const char *dir = vals[OPT_DATA_DIR];
@@ -254,9 +256,11 @@ int fl_cmd_serve(int argc, char **argv)
         .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws") },
     };
     svc = fl_tablesvc_open(&svccfg);
+    iam = fl_iam_open(cat, dir, &keys, vals[OPT_ACCOUNT]);
+    if (!iam) goto out;
     fl_catalog_cfg_t catcfg = {
         .svc = svc, .s3_endpoint = public_s3,
-        .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_keys_lookup, .lookup_ud = &keys,
+        .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,
                                 .ud = &catcfg, .access_log = access_log };
@@ -319,6 +323,7 @@ out:
     if (catsrv) fl_http_server_stop(catsrv, 10000);
     if (s3srv) fl_http_server_stop(s3srv, 10000);
     fl_tablesvc_close(svc);
+    fl_iam_close(iam);
     if (cat) fl_catalog_close(cat);
     if (store) fl_store_close(store);
     for (int i = 0; i < OPT__COUNT; i++) free(vals[i]);

@@ -1,0 +1,514 @@
+/* IAM and STS query APIs (see iam.h). The form body (Action=...&Version=...)
+ * is parsed with the query parser; each action is a row of the table below
+ * with the IAM action it needs. Answers are <XResponse><XResult>...
+ * <ResponseMetadata><RequestId/></ResponseMetadata></XResponse>. */
+#include "api/iam.h"
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/query.h"
+#include "base/time.h"
+#include "base/uuid.h"
+#include "net/xml.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IAM_NS "https://iam.amazonaws.com/doc/2010-05-08/"
+#define STS_NS "https://sts.amazonaws.com/doc/2011-06-15/"
+
+typedef struct ireq {
+    fl_api_req_t *r;
+    fl_iam_t *iam;
+    fl_catalog_t *cat;
+    fl_query_t q;
+    const char *action;
+    bool sts;
+    fl_buf_t out;       /* the Result element's content */
+    bool responded;
+} ireq_t;
+
+void fl_iam_api_error(fl_api_req_t *r, int status, const char *code, const char *msg)
+{
+    fl_buf_t b;
+    fl_buf_init(&b, 1 << 20);
+    fl_buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ErrorResponse xmlns=\"" IAM_NS "\"><Error>");
+    fl_xml_elems(&b, "Type", status >= 500 ? "Receiver" : "Sender");
+    fl_xml_elems(&b, "Code", code);
+    fl_xml_elems(&b, "Message", msg ? msg : "");
+    fl_buf_adds(&b, "</Error>");
+    fl_xml_elems(&b, "RequestId", fl_http_request_id(r->c));
+    fl_buf_adds(&b, "</ErrorResponse>");
+    fl_http_resp_status(r->c, status);
+    fl_http_resp_header(r->c, "Content-Type", "text/xml");
+    fl_http_resp_send(r->c, b.ptr, b.len);
+    fl_buf_free(&b);
+}
+
+static void addf(fl_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void addf(fl_buf_t *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n > 0) fl_buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static void fail(ireq_t *t, int status, const char *code, const char *msg)
+{
+    if (t->responded) return;
+    t->responded = true;
+    fl_iam_api_error(t->r, status, code, msg);
+}
+
+static void fail_err(ireq_t *t, fl_err_t e, const char *what)
+{
+    char msg[256];
+    if (e == FL_ERR_NOT_FOUND) {
+        snprintf(msg, sizeof msg, "The %s cannot be found.", what);
+        return fail(t, 404, "NoSuchEntity", msg);
+    }
+    if (e == FL_ERR_EXISTS) {
+        snprintf(msg, sizeof msg, "The %s already exists.", what);
+        return fail(t, 409, "EntityAlreadyExists", msg);
+    }
+    if (e == FL_ERR_NOT_EMPTY) {
+        snprintf(msg, sizeof msg, "Cannot delete the %s: it must have no access keys or policies first.", what);
+        return fail(t, 409, "DeleteConflict", msg);
+    }
+    fail(t, 500, "ServiceFailure", "The request failed because of an internal error.");
+}
+
+static void reply(ireq_t *t)
+{
+    if (t->responded) return;
+    t->responded = true;
+    fl_buf_t b;
+    fl_buf_init(&b, 16 << 20);
+    addf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<%sResponse xmlns=\"%s\">", t->action,
+                t->sts ? STS_NS : IAM_NS);
+    addf(&b, "<%sResult>", t->action);
+    if (t->out.len) fl_buf_add(&b, t->out.ptr, t->out.len);
+    addf(&b, "</%sResult><ResponseMetadata>", t->action);
+    fl_xml_elems(&b, "RequestId", fl_http_request_id(t->r->c));
+    addf(&b, "</ResponseMetadata></%sResponse>", t->action);
+    fl_http_resp_status(t->r->c, 200);
+    fl_http_resp_header(t->r->c, "Content-Type", "text/xml");
+    fl_http_resp_send(t->r->c, b.ptr, b.len);
+    fl_buf_free(&b);
+}
+
+/* A required parameter (1..max chars of a name), else a ValidationError. */
+static const char *param(ireq_t *t, const char *name, size_t max)
+{
+    const char *v = fl_query_get(&t->q, name);
+    if (!v || !*v || strlen(v) > max) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "The parameter %s is required (1 to %zu characters).", name, max);
+        fail(t, 400, "ValidationError", msg);
+        return NULL;
+    }
+    return v;
+}
+
+static bool valid_name(ireq_t *t, const char *n)
+{
+    for (const char *c = n; *c; c++)
+        if (!(((*c | 32) >= 'a' && (*c | 32) <= 'z') || (*c >= '0' && *c <= '9') || strchr("+=,.@_-", *c))) {
+            fail(t, 400, "ValidationError", "Names may contain only letters, digits and +=,.@_-");
+            return false;
+        }
+    return true;
+}
+
+static void iso(int64_t ms, char out[32])
+{
+    fl_time_iso8601(ms, out, 32);
+}
+
+/* The caller's account: every IAM action acts inside it. */
+static const char *acct(ireq_t *t) { return t->r->who->account; }
+
+/* Is the caller allowed action on the IAM resource (user/NAME, role/NAME, ...)? */
+static bool allowed(ireq_t *t, const char *resource_tail)
+{
+    if (!t->r->who || t->r->who->root) return true;
+    char action[96], res[FL_ARN_MAX];
+    snprintf(action, sizeof action, "%s:%s", t->sts ? "sts" : "iam", t->action);
+    snprintf(res, sizeof res, "arn:aws:iam::%s:%s", acct(t), resource_tail);
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_http_peer(t->r->c) };
+    fl_authz_out_t o;
+    fl_iam_authorize(t->iam, t->r->who, &ctx, acct(t), NULL, 0, &o);
+    if (o.allowed) return true;
+    char msg[FL_ARN_MAX * 3 + 128];
+    snprintf(msg, sizeof msg, "User: %s is not authorized to perform: %s on resource: %s", t->r->who->arn, action, res);
+    fl_info("audit: deny %s %s %s (%s)", t->r->who->arn, action, res, o.reason);
+    fail(t, 403, "AccessDenied", msg);
+    return false;
+}
+
+static void user_xml(fl_buf_t *b, const fl_iam_principal_t *p)
+{
+    char d[32];
+    iso(p->created_ms, d);
+    fl_xml_elems(b, "Path", "/");
+    fl_xml_elems(b, "UserName", p->name);
+    fl_xml_elems(b, "UserId", p->id);
+    fl_xml_elems(b, "Arn", p->arn);
+    fl_xml_elems(b, "CreateDate", d);
+}
+
+static void op_create_user(ireq_t *t)
+{
+    const char *name = param(t, "UserName", 64);
+    char res[200];
+    if (!name || !valid_name(t, name)) return;
+    snprintf(res, sizeof res, "user/%s", name);
+    if (!allowed(t, res)) return;
+    fl_iam_principal_t p = { 0 };
+    fl_strlcpy(p.account, acct(t), sizeof p.account);
+    fl_strlcpy(p.kind, "user", sizeof p.kind);
+    fl_strlcpy(p.name, name, sizeof p.name);
+    snprintf(p.arn, sizeof p.arn, "arn:aws:iam::%s:user/%s", acct(t), name);
+    memcpy(p.id, "AIDA", 4);
+    fl_random_hex(p.id + 4, 17);
+    for (char *c = p.id + 4; *c; c++) *c = (char)(*c >= 'a' ? *c - 32 : *c);
+    fl_err_t e = fl_catalog_principal_create(t->cat, &p);
+    if (e) return fail_err(t, e, "user");
+    fl_info("audit: %s CreateUser %s", t->r->who->arn, p.arn);
+    fl_buf_adds(&t->out, "<User>");
+    user_xml(&t->out, &p);
+    fl_buf_adds(&t->out, "</User>");
+    reply(t);
+}
+
+static void op_get_user(ireq_t *t)
+{
+    const char *name = fl_query_get(&t->q, "UserName");
+    fl_iam_principal_t p = { 0 };
+    if (!name) {
+        /* the caller itself */
+        const fl_iam_who_t *w = t->r->who;
+        fl_buf_adds(&t->out, "<User>");
+        fl_xml_elems(&t->out, "Path", "/");
+        fl_xml_elems(&t->out, "UserName", w->root ? "root" : w->name);
+        fl_xml_elems(&t->out, "UserId", w->root ? w->account : w->akid);
+        fl_xml_elems(&t->out, "Arn", w->arn);
+        fl_xml_elems(&t->out, "CreateDate", "1970-01-01T00:00:00Z");
+        fl_buf_adds(&t->out, "</User>");
+        return reply(t);
+    }
+    char res[200];
+    snprintf(res, sizeof res, "user/%s", name);
+    if (!allowed(t, res)) return;
+    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "user", name, &p);
+    if (e) return fail_err(t, e, "user");
+    fl_buf_adds(&t->out, "<User>");
+    user_xml(&t->out, &p);
+    fl_buf_adds(&t->out, "</User>");
+    free(p.doc);
+    reply(t);
+}
+
+static void op_delete_user(ireq_t *t)
+{
+    const char *name = param(t, "UserName", 64);
+    char res[200];
+    if (!name) return;
+    snprintf(res, sizeof res, "user/%s", name);
+    if (!allowed(t, res)) return;
+    fl_err_t e = fl_catalog_principal_delete(t->cat, acct(t), "user", name);
+    if (e) return fail_err(t, e, "user");
+    fl_info("audit: %s DeleteUser %s", t->r->who->arn, name);
+    reply(t);
+}
+
+static void op_list_users(ireq_t *t)
+{
+    if (!allowed(t, "user/*")) return;
+    fl_iam_principal_t *v;
+    size_t n;
+    fl_err_t e = fl_catalog_principal_list(t->cat, acct(t), "user", &v, &n);
+    if (e) return fail_err(t, e, "user");
+    fl_buf_adds(&t->out, "<Users>");
+    for (size_t i = 0; i < n; i++) {
+        fl_buf_adds(&t->out, "<member>");
+        user_xml(&t->out, &v[i]);
+        fl_buf_adds(&t->out, "</member>");
+    }
+    fl_buf_adds(&t->out, "</Users><IsTruncated>false</IsTruncated>");
+    fl_iam_principals_free(v, n);
+    reply(t);
+}
+
+/* The user an access-key call is about: UserName, else the calling user. */
+static bool key_user(ireq_t *t, const char **name)
+{
+    *name = fl_query_get(&t->q, "UserName");
+    if (!*name) *name = t->r->who->root ? "" : t->r->who->name;
+    if (**name) {
+        fl_iam_principal_t p;
+        fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "user", *name, &p);
+        if (e) {
+            fail_err(t, e, "user");
+            return false;
+        }
+        free(p.doc);
+    }
+    char res[200];
+    snprintf(res, sizeof res, **name ? "user/%s" : "root", *name);
+    return allowed(t, res);
+}
+
+static void op_create_key(ireq_t *t)
+{
+    const char *user;
+    if (!key_user(t, &user)) return;
+    if (!*user) return fail(t, 400, "ValidationError", "Root access keys are made with floe admin.");
+    fl_iam_key_t *have;
+    size_t n;
+    if (fl_catalog_key_list(t->cat, acct(t), "user", user, &have, &n) == FL_OK) {
+        fl_iam_keys_free(have, n);
+        if (n >= 2) return fail(t, 409, "LimitExceeded", "Cannot exceed quota for AccessKeysPerUser: 2");
+    }
+    fl_iam_key_t k;
+    char secret[128], d[32];
+    if (fl_iam_new_key(t->iam, acct(t), "user", user, &k, secret) != FL_OK)
+        return fail(t, 500, "ServiceFailure", "Cannot make a key.");
+    fl_err_t e = fl_catalog_key_create(t->cat, &k);
+    if (e) return fail_err(t, e, "access key");
+    fl_info("audit: %s CreateAccessKey %s for user %s", t->r->who->arn, k.akid, user);
+    iso(k.created_ms, d);
+    fl_buf_adds(&t->out, "<AccessKey>");
+    fl_xml_elems(&t->out, "UserName", user);
+    fl_xml_elems(&t->out, "AccessKeyId", k.akid);
+    fl_xml_elems(&t->out, "Status", "Active");
+    fl_xml_elems(&t->out, "SecretAccessKey", secret);
+    fl_xml_elems(&t->out, "CreateDate", d);
+    fl_buf_adds(&t->out, "</AccessKey>");
+    memset(secret, 0, sizeof secret);
+    reply(t);
+}
+
+/* The key AccessKeyId, which must belong to user in the caller's account. */
+static bool own_key(ireq_t *t, const char *user, const char **akid)
+{
+    *akid = param(t, "AccessKeyId", 128);
+    if (!*akid) return false;
+    fl_iam_key_t k;
+    fl_err_t e = fl_catalog_key_get(t->cat, *akid, &k);
+    if (!e) {
+        bool mine = !strcmp(k.account, acct(t)) && !strcmp(k.kind, "user") && !strcmp(k.name, user);
+        free(k.session_policy);
+        if (!mine) e = FL_ERR_NOT_FOUND;
+    }
+    if (e) fail_err(t, e, "access key");
+    return !e;
+}
+
+static void op_update_key(ireq_t *t)
+{
+    const char *user, *akid, *status;
+    if (!key_user(t, &user) || !own_key(t, user, &akid) || !(status = param(t, "Status", 16))) return;
+    if (strcmp(status, "Active") && strcmp(status, "Inactive"))
+        return fail(t, 400, "ValidationError", "Status must be Active or Inactive.");
+    fl_err_t e = fl_catalog_key_set_status(t->cat, akid, status);
+    if (e) return fail_err(t, e, "access key");
+    fl_info("audit: %s UpdateAccessKey %s %s", t->r->who->arn, akid, status);
+    reply(t);
+}
+
+static void op_delete_key(ireq_t *t)
+{
+    const char *user, *akid;
+    if (!key_user(t, &user) || !own_key(t, user, &akid)) return;
+    fl_err_t e = fl_catalog_key_delete(t->cat, akid);
+    if (e) return fail_err(t, e, "access key");
+    fl_info("audit: %s DeleteAccessKey %s", t->r->who->arn, akid);
+    reply(t);
+}
+
+static void op_list_keys(ireq_t *t)
+{
+    const char *user;
+    if (!key_user(t, &user)) return;
+    fl_iam_key_t *v;
+    size_t n;
+    fl_err_t e = fl_catalog_key_list(t->cat, acct(t), *user ? "user" : "root", user, &v, &n);
+    if (e) return fail_err(t, e, "user");
+    fl_buf_adds(&t->out, "<AccessKeyMetadata>");
+    for (size_t i = 0; i < n; i++) {
+        char d[32];
+        iso(v[i].created_ms, d);
+        fl_buf_adds(&t->out, "<member>");
+        fl_xml_elems(&t->out, "UserName", user);
+        fl_xml_elems(&t->out, "AccessKeyId", v[i].akid);
+        fl_xml_elems(&t->out, "Status", v[i].status);
+        fl_xml_elems(&t->out, "CreateDate", d);
+        fl_buf_adds(&t->out, "</member>");
+    }
+    fl_buf_adds(&t->out, "</AccessKeyMetadata><IsTruncated>false</IsTruncated>");
+    fl_iam_keys_free(v, n);
+    reply(t);
+}
+
+/* Inline user policies. */
+static bool policy_user(ireq_t *t, const char **user, const char **pname, bool need_name)
+{
+    if (!(*user = param(t, "UserName", 64))) return false;
+    *pname = need_name ? param(t, "PolicyName", 128) : NULL;
+    if (need_name && !*pname) return false;
+    fl_iam_principal_t p;
+    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "user", *user, &p);
+    if (e) {
+        fail_err(t, e, "user");
+        return false;
+    }
+    free(p.doc);
+    char res[200];
+    snprintf(res, sizeof res, "user/%s", *user);
+    return allowed(t, res);
+}
+
+static void op_put_user_policy(ireq_t *t)
+{
+    const char *user, *pname, *doc;
+    if (!policy_user(t, &user, &pname, true) || !(doc = param(t, "PolicyDocument", FL_POLICY_MAX_BYTES))) return;
+    char err[256], msg[320];
+    fl_policy_t *p = fl_policy_parse(doc, strlen(doc), FL_POLICY_IDENTITY, err, sizeof err);
+    if (!p) {
+        snprintf(msg, sizeof msg, "%s", err);
+        return fail(t, 400, "MalformedPolicyDocument", msg);
+    }
+    fl_policy_free(p);
+    fl_err_t e = fl_catalog_iam_policy_put(t->cat, acct(t), "user", user, pname, doc);
+    if (e) return fail_err(t, e, "policy");
+    fl_info("audit: %s PutUserPolicy %s on user %s", t->r->who->arn, pname, user);
+    reply(t);
+}
+
+static void op_get_user_policy(ireq_t *t)
+{
+    const char *user, *pname;
+    if (!policy_user(t, &user, &pname, true)) return;
+    char **names, **docs;
+    size_t n;
+    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), "user", user, pname, &names, &docs, &n);
+    if (e) return fail_err(t, e, "policy");
+    /* IAM returns the document URL-encoded (RFC 3986) */
+    fl_buf_t enc;
+    fl_buf_init(&enc, 4 * FL_POLICY_MAX_BYTES);
+    for (const unsigned char *c = (const unsigned char *)docs[0]; *c; c++) {
+        if ((*c | 32) >= 'a' && (*c | 32) <= 'z') fl_buf_add(&enc, c, 1);
+        else if ((*c >= '0' && *c <= '9') || strchr("-_.~", *c)) fl_buf_add(&enc, c, 1);
+        else addf(&enc, "%%%02X", *c);
+    }
+    fl_xml_elems(&t->out, "UserName", user);
+    fl_xml_elems(&t->out, "PolicyName", names[0]);
+    fl_xml_elem(&t->out, "PolicyDocument", enc.ptr ? enc.ptr : "", enc.len);
+    fl_buf_free(&enc);
+    for (size_t i = 0; i < n; i++) { free(names[i]); free(docs[i]); }
+    free(names);
+    free(docs);
+    reply(t);
+}
+
+static void op_delete_user_policy(ireq_t *t)
+{
+    const char *user, *pname;
+    if (!policy_user(t, &user, &pname, true)) return;
+    fl_err_t e = fl_catalog_iam_policy_delete(t->cat, acct(t), "user", user, pname);
+    if (e) return fail_err(t, e, "policy");
+    fl_info("audit: %s DeleteUserPolicy %s on user %s", t->r->who->arn, pname, user);
+    reply(t);
+}
+
+static void op_list_user_policies(ireq_t *t)
+{
+    const char *user, *pname;
+    if (!policy_user(t, &user, &pname, false)) return;
+    char **names, **docs;
+    size_t n;
+    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), "user", user, NULL, &names, &docs, &n);
+    if (e) return fail_err(t, e, "user");
+    fl_buf_adds(&t->out, "<PolicyNames>");
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(names[i], "arn:", 4)) fl_xml_elems(&t->out, "member", names[i]);
+        free(names[i]);
+        free(docs[i]);
+    }
+    free(names);
+    free(docs);
+    fl_buf_adds(&t->out, "</PolicyNames><IsTruncated>false</IsTruncated>");
+    reply(t);
+}
+
+static void op_caller_identity(ireq_t *t)
+{
+    const fl_iam_who_t *w = t->r->who;
+    char uid[256];
+    if (w->root) snprintf(uid, sizeof uid, "%s", w->account);
+    else if (!strcmp(w->kind, "session")) snprintf(uid, sizeof uid, "%s:%s", w->akid, w->session_name);
+    else snprintf(uid, sizeof uid, "%s", w->akid);
+    fl_xml_elems(&t->out, "UserId", uid);
+    fl_xml_elems(&t->out, "Account", w->account);
+    fl_xml_elems(&t->out, "Arn", w->arn);
+    reply(t);
+}
+
+static const struct {
+    bool sts;
+    const char *action;
+    void (*fn)(ireq_t *t);
+} ops[] = {
+    { false, "CreateUser", op_create_user },
+    { false, "GetUser", op_get_user },
+    { false, "DeleteUser", op_delete_user },
+    { false, "ListUsers", op_list_users },
+    { false, "CreateAccessKey", op_create_key },
+    { false, "UpdateAccessKey", op_update_key },
+    { false, "DeleteAccessKey", op_delete_key },
+    { false, "ListAccessKeys", op_list_keys },
+    { false, "PutUserPolicy", op_put_user_policy },
+    { false, "GetUserPolicy", op_get_user_policy },
+    { false, "DeleteUserPolicy", op_delete_user_policy },
+    { false, "ListUserPolicies", op_list_user_policies },
+    { true, "GetCallerIdentity", op_caller_identity },
+};
+
+void fl_iam_api_handle(fl_api_req_t *r)
+{
+    ireq_t t = { .r = r, .iam = r->cfg->iam, .sts = !strcmp(r->service, "sts") };
+    fl_buf_init(&t.out, 8 << 20);
+    if (!t.iam || !r->who) {
+        fail(&t, 400, "InvalidAction", "Identities are not enabled on this server.");
+        goto out;
+    }
+    t.cat = fl_iam_catalog(t.iam);
+    /* the query protocol: parameters in a form body (POST) or in the query string */
+    const char *src = r->body_len ? r->body : r->req->query;
+    size_t len = r->body_len ? r->body_len : r->req->query_len;
+    if (fl_query_parse(src, len, &t.q) != FL_OK) {
+        fail(&t, 400, "MalformedQueryString", "The request parameters could not be parsed.");
+        goto out;
+    }
+    t.action = fl_query_get(&t.q, "Action");
+    for (size_t i = 0; t.action && i < sizeof ops / sizeof ops[0]; i++)
+        if (ops[i].sts == t.sts && !strcmp(ops[i].action, t.action)) {
+            fl_http_set_op(r->c, ops[i].action); /* static: the metrics keep the pointer */
+            ops[i].fn(&t);
+            goto out;
+        }
+    fl_http_set_op(r->c, "Unsupported");
+    char msg[160];
+    snprintf(msg, sizeof msg, "Could not find operation %.64s for version %s.", t.action ? t.action : "(none)",
+             t.sts ? "2011-06-15" : "2010-05-08");
+    fail(&t, 400, "InvalidAction", msg);
+out:
+    if (!t.responded) fail(&t, 500, "ServiceFailure", "The request was not answered.");
+    fl_query_free(&t.q);
+    fl_buf_free(&t.out);
+}
