@@ -193,6 +193,13 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     if (!strcmp(req->method, "DELETE")) fl_store_make_room(fl_tablesvc_cfg(cfg->svc)->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
+    /* every write attempt (a denial has its own line) */
+    if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && fl_http_resp_status_of(c) != 403) {
+        char detail[32], res[600];
+        snprintf(detail, sizeof detail, "status %d", fl_http_resp_status_of(c));
+        snprintf(res, sizeof res, "%.*s", (int)(req->path_len < 512 ? req->path_len : 512), req->path);
+        fl_iam_audit(r.who, "write", fl_http_op(c), res, NULL, detail);
+    }
 out:
     fl_iam_who_free(&who);
     fl_buf_free(&body);

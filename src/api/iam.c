@@ -139,13 +139,14 @@ static bool allowed(ireq_t *t, const char *resource_tail)
     char action[96], res[FL_ARN_MAX];
     snprintf(action, sizeof action, "%s:%s", t->sts ? "sts" : "iam", t->action);
     snprintf(res, sizeof res, "arn:aws:iam::%s:%s", acct(t), resource_tail);
-    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_http_peer(t->r->c) };
+    char ip[64];
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip) };
     fl_authz_out_t o;
     fl_iam_authorize(t->iam, t->r->who, &ctx, acct(t), NULL, 0, &o);
     if (o.allowed) return true;
     char msg[FL_ARN_MAX * 3 + 128];
     snprintf(msg, sizeof msg, "User: %s is not authorized to perform: %s on resource: %s", t->r->who->arn, action, res);
-    fl_info("audit: deny %s %s %s (%s)", t->r->who->arn, action, res, o.reason);
+    fl_iam_audit(t->r->who, "deny", action, res, &o, NULL);
     fail(t, 403, "AccessDenied", msg);
     return false;
 }
@@ -178,7 +179,6 @@ static void op_create_user(ireq_t *t)
     for (char *c = p.id + 4; *c; c++) *c = (char)(*c >= 'a' ? *c - 32 : *c);
     fl_err_t e = fl_catalog_principal_create(t->cat, &p);
     if (e) return fail_err(t, e, "user");
-    fl_info("audit: %s CreateUser %s", t->r->who->arn, p.arn);
     fl_buf_adds(&t->out, "<User>");
     user_xml(&t->out, &p);
     fl_buf_adds(&t->out, "</User>");
@@ -222,7 +222,6 @@ static void op_delete_user(ireq_t *t)
     if (!allowed(t, res)) return;
     fl_err_t e = fl_catalog_principal_delete(t->cat, acct(t), "user", name);
     if (e) return fail_err(t, e, "user");
-    fl_info("audit: %s DeleteUser %s", t->r->who->arn, name);
     reply(t);
 }
 
@@ -280,7 +279,6 @@ static void op_create_key(ireq_t *t)
         return fail(t, 500, "ServiceFailure", "Cannot make a key.");
     fl_err_t e = fl_catalog_key_create(t->cat, &k);
     if (e) return fail_err(t, e, "access key");
-    fl_info("audit: %s CreateAccessKey %s for user %s", t->r->who->arn, k.akid, user);
     iso(k.created_ms, d);
     fl_buf_adds(&t->out, "<AccessKey>");
     fl_xml_elems(&t->out, "UserName", user);
@@ -317,7 +315,6 @@ static void op_update_key(ireq_t *t)
         return fail(t, 400, "ValidationError", "Status must be Active or Inactive.");
     fl_err_t e = fl_catalog_key_set_status(t->cat, akid, status);
     if (e) return fail_err(t, e, "access key");
-    fl_info("audit: %s UpdateAccessKey %s %s", t->r->who->arn, akid, status);
     reply(t);
 }
 
@@ -327,7 +324,6 @@ static void op_delete_key(ireq_t *t)
     if (!key_user(t, &user) || !own_key(t, user, &akid)) return;
     fl_err_t e = fl_catalog_key_delete(t->cat, akid);
     if (e) return fail_err(t, e, "access key");
-    fl_info("audit: %s DeleteAccessKey %s", t->r->who->arn, akid);
     reply(t);
 }
 
@@ -386,7 +382,6 @@ static void op_put_user_policy(ireq_t *t)
     fl_policy_free(p);
     fl_err_t e = fl_catalog_iam_policy_put(t->cat, acct(t), "user", user, pname, doc);
     if (e) return fail_err(t, e, "policy");
-    fl_info("audit: %s PutUserPolicy %s on user %s", t->r->who->arn, pname, user);
     reply(t);
 }
 
@@ -422,7 +417,6 @@ static void op_delete_user_policy(ireq_t *t)
     if (!policy_user(t, &user, &pname, true)) return;
     fl_err_t e = fl_catalog_iam_policy_delete(t->cat, acct(t), "user", user, pname);
     if (e) return fail_err(t, e, "policy");
-    fl_info("audit: %s DeleteUserPolicy %s on user %s", t->r->who->arn, pname, user);
     reply(t);
 }
 
@@ -457,6 +451,22 @@ static void op_caller_identity(ireq_t *t)
     fl_xml_elems(&t->out, "Account", w->account);
     fl_xml_elems(&t->out, "Arn", w->arn);
     reply(t);
+}
+
+/* Every IAM/STS call that changes something is audited with the names it acted on. */
+static void audit_write(ireq_t *t)
+{
+    static const char *const keys[] = { "UserName", "RoleName", "PolicyName", "PolicyArn", "AccessKeyId",
+                                        "RoleArn", "RoleSessionName", "Status", NULL };
+    if (!strncmp(t->action, "Get", 3) || !strncmp(t->action, "List", 4)) return;
+    char detail[512], action[96];
+    size_t n = (size_t)snprintf(detail, sizeof detail, "status %d", fl_http_resp_status_of(t->r->c));
+    for (int i = 0; keys[i] && n < sizeof detail; i++) {
+        const char *v = fl_query_get(&t->q, keys[i]);
+        if (v) n += (size_t)snprintf(detail + n, sizeof detail - n, " %s=%.128s", keys[i], v);
+    }
+    snprintf(action, sizeof action, "%s:%s", t->sts ? "sts" : "iam", t->action);
+    fl_iam_audit(t->r->who, "write", action, t->sts ? "*" : acct(t), NULL, detail);
 }
 
 static const struct {
@@ -500,6 +510,7 @@ void fl_iam_api_handle(fl_api_req_t *r)
         if (ops[i].sts == t.sts && !strcmp(ops[i].action, t.action)) {
             fl_http_set_op(r->c, ops[i].action); /* static: the metrics keep the pointer */
             ops[i].fn(&t);
+            audit_write(&t);
             goto out;
         }
     fl_http_set_op(r->c, "Unsupported");

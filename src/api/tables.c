@@ -1871,14 +1871,15 @@ static bool authorize(treq_t *t, const char *op)
     } else if (barn) {
         return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
     }
-    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_http_peer(t->r->c),
+    char ip[64];
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip),
                             .ns = ns, .table_name = tname };
     fl_authz_out_t o;
     fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
     free(pols[0]);
     free(pols[1]);
     if (o.allowed) return true;
-    fl_info("audit: deny %s %s %s (%s%s%s)", who->arn, action, res, o.reason, o.sid[0] ? ", statement " : "", o.sid);
+    fl_iam_audit(who, "deny", action, res, &o, NULL);
     fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
          action, res, o.reason);
     return false;

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
+#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
@@ -239,15 +240,19 @@ static size_t parse_all(char **texts, size_t n, fl_policy_kind_t kind, fl_policy
     return m;
 }
 
-void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *ctx, const char *resource_account,
-                      const char *const *resource_policies, size_t n, fl_authz_out_t *out)
+/* Every policy one decision needs, parsed: the caller's identity policies
+ * (inline and attached), its session policy, the resource policies. */
+typedef struct polset {
+    fl_policy_t **id, **res, *sess;
+    size_t nid, nres;
+} polset_t;
+
+static void polset_load(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *resource_policies, size_t n,
+                        polset_t *ps)
 {
-    ctx->principal_arn = who->principal_arn;
-    ctx->principal_account = who->account;
-    ctx->username = !strcmp(who->kind, "user") ? who->name : NULL;
-    if (!ctx->now_ms) ctx->now_ms = fl_now_ms();
     char **names = NULL, **docs = NULL;
     size_t nd = 0;
+    memset(ps, 0, sizeof *ps);
     if (!who->root)
         fl_catalog_iam_policy_list(iam->cat, who->account, !strcmp(who->kind, "session") ? "role" : who->kind,
                                    who->name, NULL, &names, &docs, &nd);
@@ -261,31 +266,130 @@ void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *c
         if (slash && fl_catalog_principal_get(iam->cat, who->account, "policy", slash + 1, &mp) == FL_OK)
             docs[i] = mp.doc;
     }
-    fl_policy_t **id = fl_calloc(nd + 1, sizeof *id), **res = fl_calloc(n + 1, sizeof *res);
-    size_t nid = parse_all(docs, nd, FL_POLICY_IDENTITY, id);
-    size_t nres = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, res);
-    fl_policy_t *sess = NULL;
+    ps->id = fl_calloc(nd + 1, sizeof *ps->id);
+    ps->res = fl_calloc(n + 1, sizeof *ps->res);
+    ps->nid = parse_all(docs, nd, FL_POLICY_IDENTITY, ps->id);
+    ps->nres = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, ps->res);
     if (who->session_policy) {
         char err[256];
-        sess = fl_policy_parse(who->session_policy, strlen(who->session_policy), FL_POLICY_IDENTITY, err, sizeof err);
+        ps->sess = fl_policy_parse(who->session_policy, strlen(who->session_policy), FL_POLICY_IDENTITY, err,
+                                   sizeof err);
     }
-    fl_authz_in_t in = { .ctx = ctx, .principal_is_root = who->root, .resource_account = resource_account,
-                         .identity = (const fl_policy_t *const *)id, .nidentity = nid,
-                         .session = sess, .resource = (const fl_policy_t *const *)res, .nresource = nres };
-    fl_authz_decide(&in, out);
-    /* out->sid is borrowed from a policy freed below: keep a copy */
-    static __thread char sid[260];
-    fl_strlcpy(sid, out->sid ? out->sid : "", sizeof sid);
-    out->sid = sid;
-    for (size_t i = 0; i < nid; i++) fl_policy_free(id[i]);
-    for (size_t i = 0; i < nres; i++) fl_policy_free(res[i]);
-    fl_policy_free(sess);
-    free(id);
-    free(res);
     for (size_t i = 0; i < nd; i++) {
         free(names[i]);
         free(docs[i]);
     }
     free(names);
     free(docs);
+}
+
+static void polset_free(polset_t *ps)
+{
+    for (size_t i = 0; i < ps->nid; i++) fl_policy_free(ps->id[i]);
+    for (size_t i = 0; i < ps->nres; i++) fl_policy_free(ps->res[i]);
+    fl_policy_free(ps->sess);
+    free(ps->id);
+    free(ps->res);
+}
+
+static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy_ctx_t *ctx,
+                          const char *resource_account, fl_authz_out_t *out, char *sid, size_t sidlen)
+{
+    ctx->principal_arn = who->principal_arn;
+    ctx->principal_account = who->account;
+    ctx->username = !strcmp(who->kind, "user") ? who->name : NULL;
+    if (!ctx->now_ms) ctx->now_ms = fl_now_ms();
+    fl_authz_in_t in = { .ctx = ctx, .principal_is_root = who->root, .resource_account = resource_account,
+                         .identity = (const fl_policy_t *const *)ps->id, .nidentity = ps->nid,
+                         .session = ps->sess, .resource = (const fl_policy_t *const *)ps->res,
+                         .nresource = ps->nres };
+    fl_authz_decide(&in, out);
+    /* out->sid is borrowed from a policy the caller frees: keep a copy */
+    fl_strlcpy(sid, out->sid ? out->sid : "", sidlen);
+    out->sid = sid;
+}
+
+void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *ctx, const char *resource_account,
+                      const char *const *resource_policies, size_t n, fl_authz_out_t *out)
+{
+    static __thread char sid[260];
+    polset_t ps;
+    polset_load(iam, who, resource_policies, n, &ps);
+    polset_decide(&ps, who, ctx, resource_account, out, sid, sizeof sid);
+    polset_free(&ps);
+}
+
+const char *fl_iam_source_ip(const char *peer, char out[64])
+{
+    if (!peer) return NULL;
+    const char *p = peer;
+    size_t n;
+    if (*p == '[') {
+        p++;
+        n = strcspn(p, "]");
+    } else {
+        const char *colon = strrchr(p, ':');
+        n = colon ? (size_t)(colon - p) : strlen(p);
+    }
+    if (n == 0 || n >= 64) return NULL;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return out;
+}
+
+void fl_iam_audit(const fl_iam_who_t *who, const char *decision, const char *action, const char *resource,
+                  const fl_authz_out_t *o, const char *detail)
+{
+    json_t *j = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s}", "time_ms", (json_int_t)fl_now_ms(), "decision", decision,
+                          "principal", who ? who->arn : "anonymous", "account", who ? who->account : "",
+                          "action", action ? action : "", "resource", resource ? resource : "");
+    if (!j) return;
+    if (who && who->akid[0]) json_object_set_new(j, "access_key", json_string(who->akid));
+    if (o) {
+        json_object_set_new(j, "reason", json_string(o->reason ? o->reason : ""));
+        if (o->sid && o->sid[0]) json_object_set_new(j, "statement", json_string(o->sid));
+        if (o->where && o->where[0]) json_object_set_new(j, "policy", json_string(o->where));
+    }
+    if (detail && *detail) json_object_set_new(j, "detail", json_string(detail));
+    char *text = json_dumps(j, JSON_COMPACT);
+    if (text) fl_info("audit %s", text);
+    free(text);
+    json_decref(j);
+}
+
+bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
+                  const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen)
+{
+    char res[FL_ARN_MAX + 16], sid[260], ip[64];
+    char *pols[2] = { NULL, NULL };
+    const char *owner = tg->owner;
+    if (tg->table) fl_strlcpy(res, tg->table->arn, sizeof res);
+    else if (tg->bucket && tg->table_level) snprintf(res, sizeof res, "%s/table/*", tg->bucket->arn);
+    else if (tg->bucket) fl_strlcpy(res, tg->bucket->arn, sizeof res);
+    else fl_strlcpy(res, tg->resource ? tg->resource : "*", sizeof res);
+    if (tg->bucket) {
+        owner = tg->bucket->owner;
+        fl_catalog_doc_get(iam->cat, tg->bucket->arn, "policy", &pols[0]);
+    }
+    if (tg->table) fl_catalog_doc_get(iam->cat, tg->table->arn, "policy", &pols[1]);
+    polset_t ps;
+    polset_load(iam, who, (const char *const *)pols, 2, &ps);
+    free(pols[0]);
+    free(pols[1]);
+    bool ok = true;
+    for (size_t i = 0; ok && i < nactions; i++) {
+        fl_policy_ctx_t ctx = { .action = actions[i], .resource = res, .source_ip = fl_iam_source_ip(source_ip, ip),
+                                .ns = tg->table ? tg->table->ns : tg->ns,
+                                .table_name = tg->table ? tg->table->name : tg->name };
+        fl_authz_out_t o;
+        polset_decide(&ps, who, &ctx, owner ? owner : iam->account, &o, sid, sizeof sid);
+        if (o.allowed) continue;
+        ok = false;
+        fl_iam_audit(who, "deny", actions[i], res, &o, NULL);
+        if (msg)
+            snprintf(msg, msglen, "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
+                     actions[i], res, o.reason);
+    }
+    polset_free(&ps);
+    return ok;
 }

@@ -55,6 +55,36 @@ void fl_iam_who_free(fl_iam_who_t *who);
 void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *ctx, const char *resource_account,
                       const char *const *resource_policies, size_t n, fl_authz_out_t *out);
 
+/* What one check is about: a table bucket and optionally a table in it, or
+ * another resource (an S3 bucket or object) by ARN. */
+typedef struct fl_iam_target {
+    const fl_tbucket_t *bucket;   /* its owner, ARN and resource policy; NULL: resource/owner below */
+    const fl_table_t *table;      /* the table (its ARN and policy); NULL: bucket-level or not (yet) there */
+    const char *ns, *name;        /* s3tables:namespace / tableName when table is NULL (NULL: absent) */
+    bool table_level;             /* a table's action: without a table the resource is "{bucket}/table/(any)" */
+    const char *resource;         /* without a bucket: the ARN ("*" when NULL) */
+    const char *owner;            /* without a bucket: the owning account (NULL: the root account) */
+} fl_iam_target_t;
+
+/* May who do every one of actions ("s3tables:GetTableData", ...) on tg? The
+ * bucket's and table's resource policies are read from the catalog store and
+ * take part; source_ip is fl_http_peer's "ip:port". On a denial the audit line is written and msg (msglen bytes,
+ * may be NULL) gets AWS's "User: ... is not authorized to perform: ..." text.
+ * Any thread; blocks on the catalog store. */
+bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
+                  const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen);
+
+/* aws:SourceIp of a peer "ip:port" / "[v6]:port" (fl_http_peer): the address
+ * alone, in out; NULL when peer is NULL or odd. */
+const char *fl_iam_source_ip(const char *peer, char out[64]);
+
+/* Writes one audit line: "audit " + a JSON object {time_ms, decision ("allow",
+ * "deny", "write"), principal, account, access_key, action, resource, reason,
+ * statement, policy, detail}. who NULL = anonymous; o and detail may be NULL.
+ * Secrets are never passed here. Any thread. */
+void fl_iam_audit(const fl_iam_who_t *who, const char *decision, const char *action, const char *resource,
+                  const fl_authz_out_t *o, const char *detail);
+
 /* Seals a secret for storage (out: 256 bytes) / opens it (out: 128 bytes). */
 fl_err_t fl_iam_seal(fl_iam_t *iam, const char *secret, char *out);
 fl_err_t fl_iam_unseal(fl_iam_t *iam, const char *sealed, char *out);
