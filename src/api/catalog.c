@@ -41,9 +41,31 @@ static const char *auth_type(bool rest, const fl_sigv4_error_t *e)
 /* Renders a SigV4 failure. A region outside this server's scope is answered
  * as AWS's JSON services do (403, "Credential should be scoped to a valid
  * region"), not with S3's AuthorizationHeaderMalformed. */
+/* Was the request signed for iam or sts (its credential scope says so, even
+ * when the signature does not verify)? Then its errors are IAM XML. */
+static bool iam_scoped(const fl_http_req_t *req)
+{
+    const fl_http_header_t *h = fl_http_header(req, "authorization");
+    if (!h) return false;
+    fl_slice_t v = { h->value, h->value_len };
+    static const char *const tails[] = { "/iam/aws4_request", "/sts/aws4_request" };
+    for (int i = 0; i < 2; i++) {
+        size_t tl = strlen(tails[i]);
+        for (size_t j = 0; j + tl <= v.len; j++)
+            if (!memcmp(v.ptr + j, tails[i], tl)) return true;
+    }
+    return false;
+}
+
 static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
 {
     fl_http_set_op(r->c, "Unauthenticated");
+    if (iam_scoped(r->req)) {
+        const char *code = err->code && !strcmp(err->code, "SignatureDoesNotMatch") ? "SignatureDoesNotMatch"
+                                                                                      : "InvalidClientTokenId";
+        fl_iam_api_error(r, 403, code, err->message[0] ? err->message : "The security token included in the request is invalid.");
+        return;
+    }
     if (err->detail_name && !strcmp(err->detail_name, "Region")) {
         char msg[160];
         snprintf(msg, sizeof msg, "Credential should be scoped to a valid region, not the one "

@@ -4,6 +4,7 @@
  * <ResponseMetadata><RequestId/></ResponseMetadata></XResponse>. */
 #include "api/iam.h"
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/query.h"
@@ -351,92 +352,482 @@ static void op_list_keys(ireq_t *t)
     reply(t);
 }
 
-/* Inline user policies. */
-static bool policy_user(ireq_t *t, const char **user, const char **pname, bool need_name)
+/* IAM returns documents URL-encoded (RFC 3986). */
+static void add_encoded(fl_buf_t *out, const char *tag, const char *doc)
 {
-    if (!(*user = param(t, "UserName", 64))) return false;
-    *pname = need_name ? param(t, "PolicyName", 128) : NULL;
-    if (need_name && !*pname) return false;
-    fl_iam_principal_t p;
-    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "user", *user, &p);
-    if (e) {
-        fail_err(t, e, "user");
-        return false;
-    }
-    free(p.doc);
-    char res[200];
-    snprintf(res, sizeof res, "user/%s", *user);
-    return allowed(t, res);
-}
-
-static void op_put_user_policy(ireq_t *t)
-{
-    const char *user, *pname, *doc;
-    if (!policy_user(t, &user, &pname, true) || !(doc = param(t, "PolicyDocument", FL_POLICY_MAX_BYTES))) return;
-    char err[256], msg[320];
-    fl_policy_t *p = fl_policy_parse(doc, strlen(doc), FL_POLICY_IDENTITY, err, sizeof err);
-    if (!p) {
-        snprintf(msg, sizeof msg, "%s", err);
-        return fail(t, 400, "MalformedPolicyDocument", msg);
-    }
-    fl_policy_free(p);
-    fl_err_t e = fl_catalog_iam_policy_put(t->cat, acct(t), "user", user, pname, doc);
-    if (e) return fail_err(t, e, "policy");
-    reply(t);
-}
-
-static void op_get_user_policy(ireq_t *t)
-{
-    const char *user, *pname;
-    if (!policy_user(t, &user, &pname, true)) return;
-    char **names, **docs;
-    size_t n;
-    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), "user", user, pname, &names, &docs, &n);
-    if (e) return fail_err(t, e, "policy");
-    /* IAM returns the document URL-encoded (RFC 3986) */
     fl_buf_t enc;
     fl_buf_init(&enc, 4 * FL_POLICY_MAX_BYTES);
-    for (const unsigned char *c = (const unsigned char *)docs[0]; *c; c++) {
+    for (const unsigned char *c = (const unsigned char *)doc; *c; c++) {
         if ((*c | 32) >= 'a' && (*c | 32) <= 'z') fl_buf_add(&enc, c, 1);
         else if ((*c >= '0' && *c <= '9') || strchr("-_.~", *c)) fl_buf_add(&enc, c, 1);
         else addf(&enc, "%%%02X", *c);
     }
-    fl_xml_elems(&t->out, "UserName", user);
-    fl_xml_elems(&t->out, "PolicyName", names[0]);
-    fl_xml_elem(&t->out, "PolicyDocument", enc.ptr ? enc.ptr : "", enc.len);
+    fl_xml_elem(out, tag, enc.ptr ? enc.ptr : "", enc.len);
     fl_buf_free(&enc);
+}
+
+/* ------------------------------------------------------------------ */
+/* roles                                                               */
+
+static void role_xml(fl_buf_t *b, const fl_iam_principal_t *p)
+{
+    char d[32];
+    iso(p->created_ms, d);
+    fl_xml_elems(b, "Path", "/");
+    fl_xml_elems(b, "RoleName", p->name);
+    fl_xml_elems(b, "RoleId", p->id);
+    fl_xml_elems(b, "Arn", p->arn);
+    fl_xml_elems(b, "CreateDate", d);
+    add_encoded(b, "AssumeRolePolicyDocument", p->doc ? p->doc : "");
+    fl_xml_elems(b, "MaxSessionDuration", "43200");
+}
+
+/* A policy document parameter, validated as kind; false after a MalformedPolicyDocument. */
+static const char *doc_param(ireq_t *t, const char *name, fl_policy_kind_t kind)
+{
+    const char *doc = param(t, name, FL_POLICY_MAX_BYTES);
+    if (!doc) return NULL;
+    char err[256];
+    fl_policy_t *p = fl_policy_parse(doc, strlen(doc), kind, err, sizeof err);
+    if (!p) {
+        fail(t, 400, "MalformedPolicyDocument", err);
+        return NULL;
+    }
+    fl_policy_free(p);
+    return doc;
+}
+
+static void new_id(char *id, const char *prefix)
+{
+    memcpy(id, prefix, 4);
+    fl_random_hex(id + 4, 17);
+    for (char *c = id + 4; *c; c++) *c = (char)(*c >= 'a' ? *c - 32 : *c);
+}
+
+static void op_create_role(ireq_t *t)
+{
+    const char *name = param(t, "RoleName", 64), *doc;
+    char res[200];
+    if (!name || !valid_name(t, name)) return;
+    snprintf(res, sizeof res, "role/%s", name);
+    if (!allowed(t, res) || !(doc = doc_param(t, "AssumeRolePolicyDocument", FL_POLICY_TRUST))) return;
+    fl_iam_principal_t p = { 0 };
+    fl_strlcpy(p.account, acct(t), sizeof p.account);
+    fl_strlcpy(p.kind, "role", sizeof p.kind);
+    fl_strlcpy(p.name, name, sizeof p.name);
+    snprintf(p.arn, sizeof p.arn, "arn:aws:iam::%s:role/%s", acct(t), name);
+    new_id(p.id, "AROA");
+    p.doc = (char *)doc;
+    fl_err_t e = fl_catalog_principal_create(t->cat, &p);
+    if (e) return fail_err(t, e, "role");
+    fl_buf_adds(&t->out, "<Role>");
+    role_xml(&t->out, &p);
+    fl_buf_adds(&t->out, "</Role>");
+    reply(t);
+}
+
+/* The role RoleName of the caller's account (rendered 404 when absent), after the check. */
+static bool get_role(ireq_t *t, fl_iam_principal_t *p)
+{
+    const char *name = param(t, "RoleName", 64);
+    if (!name) return false;
+    char res[200];
+    snprintf(res, sizeof res, "role/%s", name);
+    if (!allowed(t, res)) return false;
+    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "role", name, p);
+    if (e) fail_err(t, e, "role");
+    return !e;
+}
+
+static void op_get_role(ireq_t *t)
+{
+    fl_iam_principal_t p;
+    if (!get_role(t, &p)) return;
+    fl_buf_adds(&t->out, "<Role>");
+    role_xml(&t->out, &p);
+    fl_buf_adds(&t->out, "</Role>");
+    free(p.doc);
+    reply(t);
+}
+
+static void op_delete_role(ireq_t *t)
+{
+    fl_iam_principal_t p;
+    if (!get_role(t, &p)) return;
+    free(p.doc);
+    fl_err_t e = fl_catalog_principal_delete(t->cat, acct(t), "role", p.name);
+    if (e) return fail_err(t, e, "role");
+    /* its sessions end with it */
+    fl_iam_key_t *v;
+    size_t n;
+    if (fl_catalog_key_list(t->cat, acct(t), "session", p.name, &v, &n) == FL_OK) {
+        for (size_t i = 0; i < n; i++) fl_catalog_key_delete(t->cat, v[i].akid);
+        fl_iam_keys_free(v, n);
+    }
+    reply(t);
+}
+
+static void op_list_roles(ireq_t *t)
+{
+    if (!allowed(t, "role/*")) return;
+    fl_iam_principal_t *v;
+    size_t n;
+    fl_err_t e = fl_catalog_principal_list(t->cat, acct(t), "role", &v, &n);
+    if (e) return fail_err(t, e, "role");
+    fl_buf_adds(&t->out, "<Roles>");
+    for (size_t i = 0; i < n; i++) {
+        fl_buf_adds(&t->out, "<member>");
+        role_xml(&t->out, &v[i]);
+        fl_buf_adds(&t->out, "</member>");
+    }
+    fl_buf_adds(&t->out, "</Roles><IsTruncated>false</IsTruncated>");
+    fl_iam_principals_free(v, n);
+    reply(t);
+}
+
+/* ---- inline policies of users and roles ---- */
+
+/* The user or role ({kind}Name) an inline-policy call is about, after the check. */
+static bool policy_owner(ireq_t *t, const char *kind, const char **name, const char **pname, bool need_name)
+{
+    if (!(*name = param(t, !strcmp(kind, "user") ? "UserName" : "RoleName", 64))) return false;
+    *pname = need_name ? param(t, "PolicyName", 128) : NULL;
+    if (need_name && !*pname) return false;
+    fl_iam_principal_t p;
+    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), kind, *name, &p);
+    if (e) {
+        fail_err(t, e, kind);
+        return false;
+    }
+    free(p.doc);
+    char res[200];
+    snprintf(res, sizeof res, "%s/%s", kind, *name);
+    return allowed(t, res);
+}
+
+static void put_inline(ireq_t *t, const char *kind)
+{
+    const char *who, *pname, *doc;
+    if (!policy_owner(t, kind, &who, &pname, true) || !(doc = doc_param(t, "PolicyDocument", FL_POLICY_IDENTITY)))
+        return;
+    if (!strncmp(pname, "arn:", 4)) return fail(t, 400, "ValidationError", "A policy name cannot start with arn:.");
+    fl_err_t e = fl_catalog_iam_policy_put(t->cat, acct(t), kind, who, pname, doc);
+    if (e) return fail_err(t, e, "policy");
+    reply(t);
+}
+
+static void get_inline(ireq_t *t, const char *kind)
+{
+    const char *who, *pname;
+    if (!policy_owner(t, kind, &who, &pname, true)) return;
+    char **names, **docs;
+    size_t n;
+    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), kind, who, pname, &names, &docs, &n);
+    if (e) return fail_err(t, e, "policy");
+    fl_xml_elems(&t->out, !strcmp(kind, "user") ? "UserName" : "RoleName", who);
+    fl_xml_elems(&t->out, "PolicyName", names[0]);
+    add_encoded(&t->out, "PolicyDocument", docs[0]);
     for (size_t i = 0; i < n; i++) { free(names[i]); free(docs[i]); }
     free(names);
     free(docs);
     reply(t);
 }
 
-static void op_delete_user_policy(ireq_t *t)
+static void delete_inline(ireq_t *t, const char *kind)
 {
-    const char *user, *pname;
-    if (!policy_user(t, &user, &pname, true)) return;
-    fl_err_t e = fl_catalog_iam_policy_delete(t->cat, acct(t), "user", user, pname);
+    const char *who, *pname;
+    if (!policy_owner(t, kind, &who, &pname, true)) return;
+    if (!strncmp(pname, "arn:", 4)) return fail_err(t, FL_ERR_NOT_FOUND, "policy");
+    fl_err_t e = fl_catalog_iam_policy_delete(t->cat, acct(t), kind, who, pname);
     if (e) return fail_err(t, e, "policy");
     reply(t);
 }
 
-static void op_list_user_policies(ireq_t *t)
+/* Lists inline policy names (attached = false) or attached managed policies. */
+static void list_policies_of(ireq_t *t, const char *kind, bool attached)
 {
-    const char *user, *pname;
-    if (!policy_user(t, &user, &pname, false)) return;
+    const char *who, *pname;
+    if (!policy_owner(t, kind, &who, &pname, false)) return;
     char **names, **docs;
     size_t n;
-    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), "user", user, NULL, &names, &docs, &n);
-    if (e) return fail_err(t, e, "user");
-    fl_buf_adds(&t->out, "<PolicyNames>");
+    fl_err_t e = fl_catalog_iam_policy_list(t->cat, acct(t), kind, who, NULL, &names, &docs, &n);
+    if (e) return fail_err(t, e, kind);
+    fl_buf_adds(&t->out, attached ? "<AttachedPolicies>" : "<PolicyNames>");
     for (size_t i = 0; i < n; i++) {
-        if (strncmp(names[i], "arn:", 4)) fl_xml_elems(&t->out, "member", names[i]);
+        bool is_arn = !strncmp(names[i], "arn:", 4);
+        if (!attached && !is_arn) fl_xml_elems(&t->out, "member", names[i]);
+        if (attached && is_arn) {
+            const char *slash = strrchr(names[i], '/');
+            fl_buf_adds(&t->out, "<member>");
+            fl_xml_elems(&t->out, "PolicyName", slash ? slash + 1 : names[i]);
+            fl_xml_elems(&t->out, "PolicyArn", names[i]);
+            fl_buf_adds(&t->out, "</member>");
+        }
         free(names[i]);
         free(docs[i]);
     }
     free(names);
     free(docs);
-    fl_buf_adds(&t->out, "</PolicyNames><IsTruncated>false</IsTruncated>");
+    fl_buf_adds(&t->out, attached ? "</AttachedPolicies>" : "</PolicyNames>");
+    fl_buf_adds(&t->out, "<IsTruncated>false</IsTruncated>");
+    reply(t);
+}
+
+static void op_put_user_policy(ireq_t *t) { put_inline(t, "user"); }
+static void op_get_user_policy(ireq_t *t) { get_inline(t, "user"); }
+static void op_delete_user_policy(ireq_t *t) { delete_inline(t, "user"); }
+static void op_list_user_policies(ireq_t *t) { list_policies_of(t, "user", false); }
+static void op_put_role_policy(ireq_t *t) { put_inline(t, "role"); }
+static void op_get_role_policy(ireq_t *t) { get_inline(t, "role"); }
+static void op_delete_role_policy(ireq_t *t) { delete_inline(t, "role"); }
+static void op_list_role_policies(ireq_t *t) { list_policies_of(t, "role", false); }
+static void op_list_attached_user(ireq_t *t) { list_policies_of(t, "user", true); }
+static void op_list_attached_role(ireq_t *t) { list_policies_of(t, "role", true); }
+
+/* ------------------------------------------------------------------ */
+/* managed policies: principal rows of kind "policy" (doc = the document);
+ * attaching one stores a row named by its ARN in the user's/role's policies */
+
+static void managed_xml(fl_buf_t *b, const fl_iam_principal_t *p, size_t attachments)
+{
+    char d[32];
+    iso(p->created_ms, d);
+    fl_xml_elems(b, "PolicyName", p->name);
+    fl_xml_elems(b, "PolicyId", p->id);
+    fl_xml_elems(b, "Arn", p->arn);
+    fl_xml_elems(b, "Path", "/");
+    fl_xml_elems(b, "DefaultVersionId", "v1");
+    addf(b, "<AttachmentCount>%zu</AttachmentCount>", attachments);
+    fl_xml_elems(b, "IsAttachable", "true");
+    fl_xml_elems(b, "CreateDate", d);
+    fl_xml_elems(b, "UpdateDate", d);
+}
+
+/* The managed policy PolicyArn of the caller's account (404 when absent or another account's). */
+static bool get_managed(ireq_t *t, fl_iam_principal_t *p, bool check)
+{
+    const char *arn = param(t, "PolicyArn", FL_ARN_MAX - 1);
+    if (!arn) return false;
+    char prefix[80];
+    snprintf(prefix, sizeof prefix, "arn:aws:iam::%s:policy/", acct(t));
+    const char *slash = strrchr(arn, '/');
+    if (strncmp(arn, prefix, strlen(prefix)) || !slash) {
+        fail_err(t, FL_ERR_NOT_FOUND, "policy");
+        return false;
+    }
+    if (check) {
+        char res[200];
+        snprintf(res, sizeof res, "policy/%s", slash + 1);
+        if (!allowed(t, res)) return false;
+    }
+    fl_err_t e = fl_catalog_principal_get(t->cat, acct(t), "policy", slash + 1, p);
+    if (!e && strcmp(p->arn, arn)) {
+        free(p->doc);
+        e = FL_ERR_NOT_FOUND;
+    }
+    if (e) fail_err(t, e, "policy");
+    return !e;
+}
+
+/* How many users and roles of the account have arn attached. */
+static size_t attachments(ireq_t *t, const char *arn)
+{
+    static const char *const kinds[] = { "user", "role" };
+    size_t count = 0;
+    for (int k = 0; k < 2; k++) {
+        fl_iam_principal_t *v;
+        size_t n;
+        if (fl_catalog_principal_list(t->cat, acct(t), kinds[k], &v, &n)) continue;
+        for (size_t i = 0; i < n; i++) {
+            char **names, **docs;
+            size_t m;
+            if (fl_catalog_iam_policy_list(t->cat, acct(t), kinds[k], v[i].name, arn, &names, &docs, &m) == FL_OK) {
+                count += m;
+                for (size_t j = 0; j < m; j++) { free(names[j]); free(docs[j]); }
+                free(names);
+                free(docs);
+            }
+        }
+        fl_iam_principals_free(v, n);
+    }
+    return count;
+}
+
+static void op_create_policy(ireq_t *t)
+{
+    const char *name = param(t, "PolicyName", 128), *doc;
+    char res[200];
+    if (!name || !valid_name(t, name)) return;
+    snprintf(res, sizeof res, "policy/%s", name);
+    if (!allowed(t, res) || !(doc = doc_param(t, "PolicyDocument", FL_POLICY_IDENTITY))) return;
+    fl_iam_principal_t p = { 0 };
+    fl_strlcpy(p.account, acct(t), sizeof p.account);
+    fl_strlcpy(p.kind, "policy", sizeof p.kind);
+    fl_strlcpy(p.name, name, sizeof p.name);
+    snprintf(p.arn, sizeof p.arn, "arn:aws:iam::%s:policy/%s", acct(t), name);
+    new_id(p.id, "ANPA");
+    p.doc = (char *)doc;
+    fl_err_t e = fl_catalog_principal_create(t->cat, &p);
+    if (e) return fail_err(t, e, "policy");
+    fl_buf_adds(&t->out, "<Policy>");
+    managed_xml(&t->out, &p, 0);
+    fl_buf_adds(&t->out, "</Policy>");
+    reply(t);
+}
+
+static void op_get_policy(ireq_t *t)
+{
+    fl_iam_principal_t p;
+    if (!get_managed(t, &p, true)) return;
+    fl_buf_adds(&t->out, "<Policy>");
+    managed_xml(&t->out, &p, attachments(t, p.arn));
+    fl_buf_adds(&t->out, "</Policy>");
+    free(p.doc);
+    reply(t);
+}
+
+static void op_get_policy_version(ireq_t *t)
+{
+    fl_iam_principal_t p;
+    if (!get_managed(t, &p, true)) return;
+    const char *v = fl_query_get(&t->q, "VersionId");
+    if (v && strcmp(v, "v1")) {
+        free(p.doc);
+        return fail_err(t, FL_ERR_NOT_FOUND, "policy version");
+    }
+    char d[32];
+    iso(p.created_ms, d);
+    fl_buf_adds(&t->out, "<PolicyVersion>");
+    add_encoded(&t->out, "Document", p.doc ? p.doc : "");
+    fl_xml_elems(&t->out, "VersionId", "v1");
+    fl_xml_elems(&t->out, "IsDefaultVersion", "true");
+    fl_xml_elems(&t->out, "CreateDate", d);
+    fl_buf_adds(&t->out, "</PolicyVersion>");
+    free(p.doc);
+    reply(t);
+}
+
+static void op_delete_policy(ireq_t *t)
+{
+    fl_iam_principal_t p;
+    if (!get_managed(t, &p, true)) return;
+    free(p.doc);
+    if (attachments(t, p.arn)) return fail(t, 409, "DeleteConflict", "Cannot delete a policy attached to entities.");
+    fl_err_t e = fl_catalog_principal_delete(t->cat, acct(t), "policy", p.name);
+    if (e) return fail_err(t, e, "policy");
+    reply(t);
+}
+
+static void op_list_policies(ireq_t *t)
+{
+    if (!allowed(t, "policy/*")) return;
+    const char *scope = fl_query_get(&t->q, "Scope");
+    fl_iam_principal_t *v = NULL;
+    size_t n = 0;
+    if (!scope || strcmp(scope, "AWS")) { /* floe has no AWS-managed policies */
+        fl_err_t e = fl_catalog_principal_list(t->cat, acct(t), "policy", &v, &n);
+        if (e) return fail_err(t, e, "policy");
+    }
+    fl_buf_adds(&t->out, "<Policies>");
+    for (size_t i = 0; i < n; i++) {
+        fl_buf_adds(&t->out, "<member>");
+        managed_xml(&t->out, &v[i], attachments(t, v[i].arn));
+        fl_buf_adds(&t->out, "</member>");
+    }
+    fl_buf_adds(&t->out, "</Policies><IsTruncated>false</IsTruncated>");
+    fl_iam_principals_free(v, n);
+    reply(t);
+}
+
+static void attach(ireq_t *t, const char *kind, bool on)
+{
+    const char *who, *pname;
+    fl_iam_principal_t p;
+    if (!policy_owner(t, kind, &who, &pname, false) || !get_managed(t, &p, false)) return;
+    free(p.doc);
+    fl_err_t e = on ? fl_catalog_iam_policy_put(t->cat, acct(t), kind, who, p.arn, "")
+                    : fl_catalog_iam_policy_delete(t->cat, acct(t), kind, who, p.arn);
+    if (e) return fail_err(t, e, "policy attachment");
+    reply(t);
+}
+
+static void op_attach_user(ireq_t *t) { attach(t, "user", true); }
+static void op_detach_user(ireq_t *t) { attach(t, "user", false); }
+static void op_attach_role(ireq_t *t) { attach(t, "role", true); }
+static void op_detach_role(ireq_t *t) { attach(t, "role", false); }
+
+/* ------------------------------------------------------------------ */
+/* STS AssumeRole                                                      */
+
+static void op_assume_role(ireq_t *t)
+{
+    const char *role_arn = param(t, "RoleArn", FL_ARN_MAX - 1), *sname = NULL, *spol = NULL;
+    if (!role_arn || !(sname = param(t, "RoleSessionName", 64))) return;
+    for (const char *c = sname; *c; c++)
+        if (!(((*c | 32) >= 'a' && (*c | 32) <= 'z') || (*c >= '0' && *c <= '9') || strchr("=,.@_-", *c)))
+            return fail(t, 400, "ValidationError", "RoleSessionName may contain only letters, digits and =,.@_-");
+    if (strlen(sname) < 2) return fail(t, 400, "ValidationError", "RoleSessionName needs at least 2 characters.");
+    const char *ds = fl_query_get(&t->q, "DurationSeconds");
+    long dur = FL_IAM_SESSION_DEFAULT_S;
+    if (ds) {
+        char *end;
+        dur = strtol(ds, &end, 10);
+        if (*end || !*ds || dur < FL_IAM_SESSION_MIN_S || dur > FL_IAM_SESSION_MAX_S)
+            return fail(t, 400, "ValidationError", "DurationSeconds must be between 900 and 43200.");
+    }
+    if (fl_query_get(&t->q, "Policy")) {
+        spol = fl_query_get(&t->q, "Policy");
+        if (strlen(spol) > FL_IAM_SESSION_POLICY_MAX)
+            return fail(t, 400, "PackedPolicyTooLarge", "The session policy is too large.");
+        if (!doc_param(t, "Policy", FL_POLICY_IDENTITY)) return;
+    }
+    /* arn:aws:iam::ACCOUNT:role/[path/]NAME */
+    char account[40] = "";
+    const char *p = !strncmp(role_arn, "arn:aws:iam::", 13) ? role_arn + 13 : NULL;
+    const char *colon = p ? strchr(p, ':') : NULL, *slash = strrchr(role_arn, '/');
+    if (!p || !colon || (size_t)(colon - p) >= sizeof account || strncmp(colon + 1, "role/", 5) || !slash ||
+        !slash[1])
+        return fail(t, 400, "ValidationError", "RoleArn is not a role ARN.");
+    memcpy(account, p, (size_t)(colon - p));
+    account[colon - p] = 0;
+    fl_iam_principal_t role;
+    char msg[FL_ARN_MAX * 2 + 160];
+    if (fl_catalog_principal_get(t->cat, account, "role", slash + 1, &role) != FL_OK) {
+        /* indistinguishable from a denial, as AWS answers */
+        snprintf(msg, sizeof msg, "User: %s is not authorized to perform: sts:AssumeRole on resource: %s",
+                 t->r->who->arn, role_arn);
+        fl_iam_audit(t->r->who, "deny", "sts:AssumeRole", role_arn, NULL, "no such role");
+        return fail(t, 403, "AccessDenied", msg);
+    }
+    fl_iam_key_t k;
+    char secret[128], token[256], exp[32];
+    if (!fl_iam_may_assume(t->iam, t->r->who, &role, fl_http_peer(t->r->c), msg, sizeof msg)) {
+        free(role.doc);
+        return fail(t, 403, "AccessDenied", msg);
+    }
+    fl_err_t e = fl_iam_new_session(t->iam, &role, sname, spol, dur, &k, secret, token);
+    if (e) {
+        free(role.doc);
+        return fail(t, 500, "ServiceFailure", "Cannot make the session's credentials.");
+    }
+    iso(k.expires_ms, exp);
+    fl_buf_adds(&t->out, "<Credentials>");
+    fl_xml_elems(&t->out, "AccessKeyId", k.akid);
+    fl_xml_elems(&t->out, "SecretAccessKey", secret);
+    fl_xml_elems(&t->out, "SessionToken", token);
+    fl_xml_elems(&t->out, "Expiration", exp);
+    fl_buf_adds(&t->out, "</Credentials><AssumedRoleUser>");
+    char rid[256], arn[FL_ARN_MAX + 80];
+    snprintf(rid, sizeof rid, "%s:%s", role.id, sname);
+    snprintf(arn, sizeof arn, "arn:aws:sts::%s:assumed-role/%s/%s", role.account, role.name, sname);
+    fl_xml_elems(&t->out, "AssumedRoleId", rid);
+    fl_xml_elems(&t->out, "Arn", arn);
+    fl_buf_adds(&t->out, "</AssumedRoleUser>");
+    addf(&t->out, "<PackedPolicySize>%d</PackedPolicySize>",
+         spol ? (int)(strlen(spol) * 100 / FL_IAM_SESSION_POLICY_MAX) : 0);
+    memset(secret, 0, sizeof secret);
+    memset(token, 0, sizeof token);
+    free(role.doc);
     reply(t);
 }
 
@@ -486,7 +877,27 @@ static const struct {
     { false, "GetUserPolicy", op_get_user_policy },
     { false, "DeleteUserPolicy", op_delete_user_policy },
     { false, "ListUserPolicies", op_list_user_policies },
+    { false, "CreateRole", op_create_role },
+    { false, "GetRole", op_get_role },
+    { false, "DeleteRole", op_delete_role },
+    { false, "ListRoles", op_list_roles },
+    { false, "PutRolePolicy", op_put_role_policy },
+    { false, "GetRolePolicy", op_get_role_policy },
+    { false, "DeleteRolePolicy", op_delete_role_policy },
+    { false, "ListRolePolicies", op_list_role_policies },
+    { false, "CreatePolicy", op_create_policy },
+    { false, "GetPolicy", op_get_policy },
+    { false, "GetPolicyVersion", op_get_policy_version },
+    { false, "DeletePolicy", op_delete_policy },
+    { false, "ListPolicies", op_list_policies },
+    { false, "AttachUserPolicy", op_attach_user },
+    { false, "DetachUserPolicy", op_detach_user },
+    { false, "ListAttachedUserPolicies", op_list_attached_user },
+    { false, "AttachRolePolicy", op_attach_role },
+    { false, "DetachRolePolicy", op_detach_role },
+    { false, "ListAttachedRolePolicies", op_list_attached_role },
     { true, "GetCallerIdentity", op_caller_identity },
+    { true, "AssumeRole", op_assume_role },
 };
 
 void fl_iam_api_handle(fl_api_req_t *r)

@@ -89,6 +89,10 @@
 #define FL_POLICY_MAX_VALUES       1024    /* entries of one Action/Resource/Principal/condition list */
 #define FL_POLICY_MAX_CONDITIONS   64      /* (operator, key) pairs in one statement */
 #define FL_POLICY_MAX_STRING       2048    /* one string value in a policy */
+#define FL_IAM_SESSION_MIN_S       900     /* AssumeRole DurationSeconds, as AWS */
+#define FL_IAM_SESSION_DEFAULT_S   3600
+#define FL_IAM_SESSION_MAX_S       43200
+#define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

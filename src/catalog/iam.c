@@ -393,3 +393,52 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
     polset_free(&ps);
     return ok;
 }
+
+bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_principal_t *role, const char *source_ip,
+                       char *msg, size_t msglen)
+{
+    char err[256], ip[64], sid[260];
+    const char *action = "sts:AssumeRole";
+    fl_policy_ctx_t ctx = { .action = action, .resource = role->arn, .source_ip = fl_iam_source_ip(source_ip, ip) };
+    fl_authz_out_t o = { .allowed = false, .reason = "the role's trust policy does not allow it", .sid = "", .where = "" };
+    fl_policy_t *trust = role->doc ? fl_policy_parse(role->doc, strlen(role->doc), FL_POLICY_TRUST, err, sizeof err)
+                                   : NULL;
+    polset_t ps;
+    polset_load(iam, who, NULL, 0, &ps);
+    ps.res = fl_realloc(ps.res, sizeof *ps.res);
+    ps.res[0] = trust;
+    ps.nres = trust ? 1 : 0;
+    ctx.principal_arn = who->principal_arn;
+    ctx.principal_account = who->account;
+    ctx.username = !strcmp(who->kind, "user") ? who->name : NULL;
+    ctx.now_ms = fl_now_ms();
+    /* the trust policy must allow, whoever asks (the account root included) */
+    const char *tsid = "";
+    fl_policy_effect_t te = trust ? fl_policy_eval(trust, &ctx, &tsid) : FL_POLICY_NONE;
+    if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, &o, sid, sizeof sid);
+    else if (te == FL_POLICY_DENY) o.reason = "explicit deny", o.where = "resource";
+    polset_free(&ps);
+    if (o.allowed) return true;
+    fl_iam_audit(who, "deny", action, role->arn, &o, NULL);
+    if (msg)
+        snprintf(msg, msglen, "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn, action,
+                 role->arn, o.reason);
+    return false;
+}
+
+fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const char *session_name,
+                            const char *session_policy, int64_t duration_s, fl_iam_key_t *k, char *secret_out,
+                            char *token_out)
+{
+    fl_err_t e = fl_iam_new_key(iam, role->account, "session", role->name, k, secret_out);
+    if (e) return e;
+    random_str(token_out, 96, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    fl_sha256_hex(token_out, strlen(token_out), k->token_hash);
+    k->expires_ms = fl_now_ms() + duration_s * 1000;
+    fl_strlcpy(k->session_name, session_name, sizeof k->session_name);
+    k->session_policy = (char *)(session_policy ? session_policy : "");
+    fl_catalog_key_prune(iam->cat, fl_now_ms());
+    e = fl_catalog_key_create(iam->cat, k);
+    k->session_policy = NULL;
+    return e;
+}

@@ -85,6 +85,22 @@ const char *fl_iam_source_ip(const char *peer, char out[64]);
 void fl_iam_audit(const fl_iam_who_t *who, const char *decision, const char *action, const char *resource,
                   const fl_authz_out_t *o, const char *detail);
 
+/* AssumeRole's authorisation: may who assume role (its trust policy in
+ * role->doc)? The trust policy must allow sts:AssumeRole for who, and the
+ * usual rules hold (across accounts who's identity policies must allow it
+ * too; an explicit Deny anywhere wins). Denials are audited; msg as
+ * fl_iam_check's. Any thread. */
+bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_principal_t *role, const char *source_ip,
+                       char *msg, size_t msglen);
+
+/* Mints AssumeRole credentials for role (account, name) lasting duration_s:
+ * stores the session key (sealed secret, SHA-256 of the token, expiry,
+ * session name and policy) and returns the plain secret (128 bytes) and
+ * session token (256 bytes) for the one answer that shows them. */
+fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const char *session_name,
+                            const char *session_policy, int64_t duration_s, fl_iam_key_t *k, char *secret_out,
+                            char *token_out);
+
 /* Seals a secret for storage (out: 256 bytes) / opens it (out: 128 bytes). */
 fl_err_t fl_iam_seal(fl_iam_t *iam, const char *secret, char *out);
 fl_err_t fl_iam_unseal(fl_iam_t *iam, const char *sealed, char *out);
