@@ -16,6 +16,7 @@
  * upload computed on the way in, checked against x-oss-hash-crc64ecma when the
  * client sent one, kept with the object and returned on PUT, GET and HEAD. */
 #include "api/s3.h"
+#include "catalog/iam.h"
 #include "base/checksum.h"
 #include "base/limits.h"
 #include "base/log.h"
@@ -24,6 +25,7 @@
 #include "base/time.h"
 #include "net/xml.h"
 #include <ctype.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,8 @@ typedef struct s3req {
     bool responded;
     bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
     fl_sig_dialect_t dialect; /* OSS4 or V1: answer as OSS (see the top of the file) */
+    fl_iam_who_t who;    /* the signer (when signed and identities are on) */
+    bool have_who;
 } s3req_t;
 
 #define OSS(r) fl_sig_is_oss((r)->dialect)
@@ -190,6 +194,92 @@ static void s3_error_from(s3req_t *r, fl_err_t e)
     case FL_ERR_PROTO: fl_http_close_after(r->c); s3_error(r, 400, "InvalidRequest", "The request body is malformed."); break;
     default: s3_error(r, 500, "InternalError", NULL); break;
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* authorisation                                                       */
+
+/* May the signer do s3:action on bucket[/key]? In a table's warehouse bucket
+ * ("{id}--table-s3") the table's actions govern, whichever client reads or
+ * writes: s3tables:GetTableData for reads and s3tables:PutTableData for writes
+ * (s3tables:DeleteTable to remove the warehouse bucket itself), on the table's
+ * ARN, with its bucket's and its own resource policies, as the source
+ * document says. Elsewhere: s3:action on arn:aws:s3:::bucket[/key], owned by
+ * the root account (identity policies only: floe keeps no S3 bucket
+ * policies). msg gets the denial's text. Connection thread; blocks on the
+ * catalog store. */
+static bool allowed(s3req_t *r, const char *action, bool write, const char *bucket, const char *key, size_t keylen,
+                    char *msg, size_t msglen)
+{
+    fl_iam_t *iam = r->cfg->iam;
+    if (!iam || !r->have_who) return true;
+    const fl_iam_who_t *who = &r->who;
+    fl_catalog_t *cat = fl_iam_catalog(iam);
+    char act[96];
+    size_t bl = bucket ? strlen(bucket) : 0;
+    if (bl > 10 && !strcmp(bucket + bl - 10, "--table-s3")) {
+        char wh[80];
+        fl_table_t t;
+        fl_tbucket_t b;
+        snprintf(wh, sizeof wh, "s3://%s", bucket);
+        const char *a = !strcmp(action, "DeleteBucket") ? "s3tables:DeleteTable"
+                        : write ? "s3tables:PutTableData" : "s3tables:GetTableData";
+        if (fl_catalog_table_get_by_warehouse(cat, wh, &t) == FL_OK &&
+            fl_catalog_bucket_get(cat, t.bucket, &b) == FL_OK) {
+            fl_iam_target_t tg = { .bucket = &b, .table = &t, .table_level = true };
+            return fl_iam_check(iam, who, &a, 1, &tg, fl_http_peer(r->c), msg, msglen);
+        }
+        /* a staged create's warehouse: the table-to-be's bucket, namespace and name */
+        char *st = NULL;
+        if (fl_catalog_doc_get(cat, wh, "staged", &st) == FL_OK) {
+            json_error_t je;
+            json_t *j = json_loads(st, 0, &je);
+            const char *bn = json_string_value(json_object_get(j, "bucket"));
+            bool ok = false, found = bn && fl_catalog_bucket_get(cat, bn, &b) == FL_OK;
+            if (found) {
+                fl_iam_target_t tg = { .bucket = &b, .table_level = true,
+                                       .ns = json_string_value(json_object_get(j, "namespace")),
+                                       .name = json_string_value(json_object_get(j, "name")) };
+                ok = fl_iam_check(iam, who, &a, 1, &tg, fl_http_peer(r->c), msg, msglen);
+            }
+            json_decref(j);
+            free(st);
+            if (found) return ok;
+        }
+    }
+    if (who->root && !strcmp(who->account, fl_iam_root_account(iam))) return true;
+    char res[FL_S3_MAX_KEY_BYTES + 160];
+    if (!bucket) snprintf(res, sizeof res, "arn:aws:s3:::*");
+    else if (!key) snprintf(res, sizeof res, "arn:aws:s3:::%s", bucket);
+    else snprintf(res, sizeof res, "arn:aws:s3:::%s/%.*s", bucket, (int)keylen, key);
+    snprintf(act, sizeof act, "s3:%s", action);
+    if (key && memchr(key, 0, keylen)) { /* a policy cannot name such a key: only root may */
+        fl_iam_audit(who, "deny", act, res, NULL, "key holds a NUL byte");
+        if (msg) snprintf(msg, msglen, "Access Denied");
+        return false;
+    }
+    const char *acts[1] = { act };
+    fl_iam_target_t tg = { .resource = res, .owner = fl_iam_root_account(iam) };
+    return fl_iam_check(iam, who, acts, 1, &tg, fl_http_peer(r->c), msg, msglen);
+}
+
+/* allowed() for the request's own bucket/key, rendering S3's AccessDenied. */
+static bool may(s3req_t *r, const char *action, bool write, const char *bucket, const char *key, size_t keylen)
+{
+    char msg[FL_ARN_MAX * 2 + FL_S3_MAX_KEY_BYTES + 160];
+    if (allowed(r, action, write, bucket, key, keylen, msg, sizeof msg)) return true;
+    s3_error(r, 403, "AccessDenied", msg);
+    return false;
+}
+
+/* Runs op after the check of s3:action on the request's bucket/key. */
+static void run(s3req_t *r, const char *action, bool write, void (*op)(s3req_t *))
+{
+    if (!may(r, action, write, r->bucket, r->key, r->keylen)) {
+        fl_http_set_op(r->c, "AccessDenied");
+        return;
+    }
+    op(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1057,6 +1147,7 @@ static void op_delete_objects(s3req_t *r)
         fl_xml_node_t *k = fl_xml_child(o, "Key");
         const char *code = NULL;
         if (k->text_len == 0 || k->text_len > FL_S3_MAX_KEY_BYTES) code = "InvalidArgument";
+        else if (!allowed(r, "DeleteObject", true, r->bucket, k->text, k->text_len, NULL, 0)) code = "AccessDenied";
         else {
             e = fl_store_delete(r->cfg->store, r->bucket, k->text, k->text_len, NULL);
             if (e) code = e == FL_ERR_NO_BUCKET ? "NoSuchBucket" : "InternalError";
@@ -1077,6 +1168,9 @@ static void op_delete_objects(s3req_t *r)
     send_xml(r, 200, &b);
     fl_xml_free(doc);
 }
+
+static void op_list_objects_v1(s3req_t *r) { op_list_objects(r, false); }
+static void op_list_objects_v2(s3req_t *r) { op_list_objects(r, true); }
 
 static void op_list_uploads(s3req_t *r)
 {
@@ -1472,7 +1566,7 @@ static void op_copy_object(s3req_t *r)
     fl_buf_init(&hdrs, 64 * 1024);
     fl_cksum_t md5;
     fl_cksum_init(&md5, FL_CK_NONE);
-    if (!parse_copy_source(r, &sb, &sk, &sklen)) goto out;
+    if (!parse_copy_source(r, &sb, &sk, &sklen) || !may(r, "GetObject", false, sb, sk, sklen)) goto out;
     fl_err_t e = fl_store_get(r->cfg->store, sb, sk, sklen, &src);
     if (e) {
         s3_error_from(r, e);
@@ -1630,7 +1724,9 @@ static void op_upload_part_copy(s3req_t *r)
     fl_blob_w_t *w = NULL;
     fl_cksum_t md5;
     fl_cksum_init(&md5, FL_CK_NONE);
-    if (!part_number(r, &num) || !parse_copy_source(r, &sb, &sk, &sklen)) goto out;
+    if (!part_number(r, &num) || !parse_copy_source(r, &sb, &sk, &sklen) ||
+        !may(r, "GetObject", false, sb, sk, sklen))
+        goto out;
     fl_err_t e = fl_store_get(r->cfg->store, sb, sk, sklen, &src);
     if (e) {
         s3_error_from(r, e);
@@ -1876,6 +1972,24 @@ static bool authenticate(s3req_t *r)
         return false;
     }
     r->signed_req = true;
+    if (r->cfg->iam) {
+        /* the session token: a header, or X-Amz-Security-Token in a presigned URL */
+        const fl_http_header_t *tok = fl_http_header(r->req, "x-amz-security-token");
+        const char *qt = qget(r, "X-Amz-Security-Token");
+        char *token = tok ? fl_strndup(tok->value, tok->value_len) : qt ? fl_strdup(qt) : NULL;
+        char msg[128];
+        fl_err_t e = fl_iam_identify(r->cfg->iam, r->auth.akid, token, &r->who, msg);
+        bool had_token = token && *token;
+        free(token);
+        if (e != FL_OK) {
+            fl_iam_who_free(&r->who);
+            if (strstr(msg, "expired")) s3_error(r, 400, "ExpiredToken", "The provided token has expired.");
+            else if (had_token) s3_error(r, 400, "InvalidToken", "The provided token is malformed or otherwise invalid.");
+            else s3_error(r, 403, "InvalidAccessKeyId", msg);
+            return false;
+        }
+        r->have_who = true;
+    }
     return true;
 }
 
@@ -1885,18 +1999,18 @@ static void route(s3req_t *r)
     bool GET = !strcmp(m, "GET"), PUT = !strcmp(m, "PUT"), POST = !strcmp(m, "POST");
     bool DEL = !strcmp(m, "DELETE"), HEAD = r->head;
     if (!r->bucket) {
-        if (GET) return op_list_buckets(r);
+        if (GET) return run(r, "ListAllMyBuckets", false, op_list_buckets);
         return s3_error(r, 405, "MethodNotAllowed", NULL);
     }
     if (!r->key) {
-        if (PUT && r->q.n == 0) return op_create_bucket(r);
-        if (HEAD) return op_head_bucket(r);
-        if (DEL && r->q.n == 0) return op_delete_bucket(r);
-        if (POST && qhas(r, "delete")) return op_delete_objects(r);
+        if (PUT && r->q.n == 0) return run(r, "CreateBucket", true, op_create_bucket);
+        if (HEAD) return run(r, "ListBucket", false, op_head_bucket);
+        if (DEL && r->q.n == 0) return run(r, "DeleteBucket", true, op_delete_bucket);
+        if (POST && qhas(r, "delete")) return op_delete_objects(r); /* each key is checked */
         if (GET) {
-            if (qhas(r, "location")) return op_bucket_location(r);
-            if (qhas(r, "versioning")) return op_bucket_versioning(r);
-            if (qhas(r, "uploads")) return op_list_uploads(r);
+            if (qhas(r, "location")) return run(r, "GetBucketLocation", false, op_bucket_location);
+            if (qhas(r, "versioning")) return run(r, "GetBucketVersioning", false, op_bucket_versioning);
+            if (qhas(r, "uploads")) return run(r, "ListBucketMultipartUploads", false, op_list_uploads);
             static const char *const unsupported[] = { "acl", "policy", "lifecycle", "cors", "tagging",
                 "website", "logging", "notification", "replication", "encryption", "versions",
                 "object-lock", "ownershipControls", "publicAccessBlock", "accelerate", "requestPayment", NULL };
@@ -1906,7 +2020,7 @@ static void route(s3req_t *r)
                     return s3_error(r, 501, "NotImplemented", NULL);
                 }
             const char *lt = qget(r, "list-type");
-            return op_list_objects(r, lt && strcmp(lt, "2") == 0);
+            return run(r, "ListBucket", false, lt && strcmp(lt, "2") == 0 ? op_list_objects_v2 : op_list_objects_v1);
         }
         fl_http_set_op(r->c, "Unsupported");
         return s3_error(r, qhas(r, "uploads") || r->q.n ? 501 : 405,
@@ -1916,25 +2030,26 @@ static void route(s3req_t *r)
     bool upload = qhas(r, "uploadId");
     bool copy = hhas(r, xname(r, "x-amz-copy-source"));
     if (PUT) {
-        if (upload) return copy ? op_upload_part_copy(r) : op_upload_part(r);
+        if (upload) return run(r, "PutObject", true, copy ? op_upload_part_copy : op_upload_part);
         if (qhas(r, "tagging") || qhas(r, "acl") || qhas(r, "retention") || qhas(r, "legal-hold")) {
             fl_http_set_op(r->c, "Unsupported");
             return s3_error(r, 501, "NotImplemented", NULL);
         }
-        return copy ? op_copy_object(r) : op_put_object(r);
+        return run(r, "PutObject", true, copy ? op_copy_object : op_put_object);
     }
     if (GET || HEAD) {
-        if (GET && upload) return op_list_parts(r);
+        if (GET && upload) return run(r, "ListMultipartUploadParts", false, op_list_parts);
         if (qhas(r, "tagging") || qhas(r, "acl") || qhas(r, "attributes") || qhas(r, "torrent")) {
             fl_http_set_op(r->c, "Unsupported");
             return s3_error(r, 501, "NotImplemented", NULL);
         }
-        return op_get_object(r);
+        return run(r, "GetObject", false, op_get_object);
     }
-    if (DEL) return upload ? op_abort_upload(r) : op_delete_object(r);
+    if (DEL) return upload ? run(r, "AbortMultipartUpload", true, op_abort_upload)
+                           : run(r, "DeleteObject", true, op_delete_object);
     if (POST) {
-        if (qhas(r, "uploads")) return op_create_upload(r);
-        if (upload) return op_complete_upload(r);
+        if (qhas(r, "uploads")) return run(r, "PutObject", true, op_create_upload);
+        if (upload) return run(r, "PutObject", true, op_complete_upload);
     }
     fl_http_set_op(r->c, "Unsupported");
     s3_error(r, 405, "MethodNotAllowed", NULL);
@@ -1970,7 +2085,16 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
     route(&r);
     if (!r.responded) s3_error(&r, 500, "InternalError", NULL);
+    /* every write attempt (a denial has its own line) */
+    if (r.have_who && !r.head && strcmp(req->method, "GET") && fl_http_resp_status_of(c) != 403) {
+        char detail[32], res[1200];
+        snprintf(detail, sizeof detail, "status %d", fl_http_resp_status_of(c));
+        snprintf(res, sizeof res, "arn:aws:s3:::%s%s%.*s", r.bucket ? r.bucket : "*", r.key ? "/" : "",
+                 r.key ? (int)(r.keylen < 1024 ? r.keylen : 1024) : 0, r.key ? r.key : "");
+        fl_iam_audit(&r.who, "write", fl_http_op(c), res, NULL, detail);
+    }
 out:
+    fl_iam_who_free(&r.who);
     fl_query_free(&r.q);
     free(r.bucket);
     free(r.key);

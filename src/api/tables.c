@@ -21,6 +21,8 @@
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
 #include "api/tables.h"
+#include "auth/policy.h"
+#include "catalog/iam.h"
 #include "catalog/maintcfg.h"
 #include "catalog/tablesvc.h"
 #include "base/log.h"
@@ -545,42 +547,27 @@ static bool tags_ok(treq_t *t, json_t *tags)
     return true;
 }
 
-/* A resource policy: a JSON object with Version and Statement, at most 20 KB. */
+/* A resource policy: a JSON object with Version and Statement, at most 20 KB,
+ * that the policy engine accepts as a resource policy (auth/policy.h); a
+ * malformed one is refused here, when it is stored, never at evaluation. */
 static bool policy_ok(treq_t *t, const char *text)
 {
     json_error_t je;
     json_t *p = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    bool ok = false;
-    if (!p || !json_is_object(p)) {
-        fail(t, "BadRequestException", "The resource policy is not a valid JSON policy document.");
-        goto out;
-    }
-    json_t *v = json_object_get(p, "Version"), *s = json_object_get(p, "Statement");
-    if (!json_is_string(v)) {
-        fail(t, "BadRequestException", "The resource policy must have a Version string.");
-        goto out;
-    }
-    if (!json_is_object(s) && !(json_is_array(s) && json_array_size(s) > 0)) {
-        fail(t, "BadRequestException", "The resource policy must have a Statement (object or non-empty array).");
-        goto out;
-    }
-    size_t i;
-    json_t *st;
-    json_t *one = json_is_object(s) ? json_pack("[O]", s) : json_incref(s);
-    json_array_foreach(one, i, st) {
-        json_t *eff = json_is_object(st) ? json_object_get(st, "Effect") : NULL;
-        const char *e = json_string_value(eff);
-        if (!e || (strcmp(e, "Allow") && strcmp(e, "Deny"))) {
-            json_decref(one);
-            fail(t, "BadRequestException", "Every policy statement needs an Effect of Allow or Deny.");
-            goto out;
-        }
-    }
-    json_decref(one);
-    ok = true;
-out:
+    bool is_obj = json_is_object(p), has_version = is_obj && json_is_string(json_object_get(p, "Version"));
     json_decref(p);
-    return ok;
+    if (is_obj && !has_version) {
+        fail(t, "BadRequestException", "The resource policy must have a Version string.");
+        return false;
+    }
+    char err[256];
+    fl_policy_t *pol = fl_policy_parse(text, strlen(text), FL_POLICY_RESOURCE, err, sizeof err);
+    if (!pol) {
+        fail(t, "BadRequestException", "Malformed policy: %s", err);
+        return false;
+    }
+    fl_policy_free(pol);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1871,6 +1858,71 @@ static bool match(const char *pattern, const char *path, size_t len, fl_slice_t 
     return s == end;
 }
 
+/* ------------------------------------------------------------------ */
+/* authorisation: every route's action is "s3tables:" + its operation name,
+ * on the table's ARN when the route names a table, else the bucket's, else
+ * the caller's account's bucket space; the bucket's and the table's resource
+ * policies take part. A denial is answered before the handler runs, so it
+ * has no side effect. */
+
+static bool authorize(treq_t *t, const char *op)
+{
+    const fl_iam_who_t *who = t->r->who;
+    if (!who || !t->cfg->iam) return true;
+    char action[96], res[FL_ARN_MAX + 16], bucket[64], tid[40];
+    const char *owner = t->sc->scope.account, *ns = NULL, *tname = NULL;
+    char *pols[2] = { NULL, NULL };
+    fl_tbucket_t b;
+    fl_table_t tb;
+    snprintf(action, sizeof action, "s3tables:%s", op);
+    snprintf(res, sizeof res, "arn:aws:s3tables:%s:%s:bucket/*", t->sc->scope.region, who->account);
+    const char *barn = NULL;
+    if (!strcmp(op, "GetTable")) {
+        barn = fl_query_get(&t->q, "tableBucketARN");
+        ns = fl_query_get(&t->q, "namespace");
+        tname = fl_query_get(&t->q, "name");
+    } else if (t->ncap >= 1 && !strncmp(t->r->path, "/tag/", 5)) {
+        barn = t->cap[0];
+    } else if (t->ncap >= 1 && (!strncmp(t->r->path, "/buckets/", 9) || !strncmp(t->r->path, "/namespaces/", 12) ||
+                                !strncmp(t->r->path, "/tables/", 8))) {
+        barn = t->cap[0];
+        if (t->ncap >= 2 && strcmp(op, "PutTableBucketMaintenanceConfiguration")) ns = t->cap[1];
+        if (t->ncap >= 3 && strncmp(t->r->path, "/namespaces/", 12)) tname = t->cap[2];
+    }
+    tid[0] = 0;
+    if (barn && fl_arn_resolve(&t->sc->scope, barn, bucket, tid) == FL_ARN_OURS &&
+        fl_catalog_bucket_get(t->cat, bucket, &b) == FL_OK) {
+        owner = b.owner;
+        fl_strlcpy(res, b.arn, sizeof res);
+        fl_catalog_doc_get(t->cat, b.arn, "policy", &pols[0]);
+        bool have_table = false;
+        if (tid[0]) have_table = fl_catalog_table_get_by_arn(t->cat, barn, &tb) == FL_OK;
+        else if (ns && tname) have_table = fl_catalog_table_get(t->cat, b.name, ns, tname, &tb) == FL_OK;
+        if (have_table) {
+            fl_strlcpy(res, tb.arn, sizeof res);
+            fl_catalog_doc_get(t->cat, tb.arn, "policy", &pols[1]);
+            ns = tb.ns;
+            tname = tb.name;
+        } else if (tname) {
+            snprintf(res, sizeof res, "%s/table/*", b.arn);
+        }
+    } else if (barn) {
+        return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
+    }
+    char ip[64];
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip),
+                            .ns = ns, .table_name = tname };
+    fl_authz_out_t o;
+    fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
+    free(pols[0]);
+    free(pols[1]);
+    if (o.allowed) return true;
+    fl_iam_audit(who, "deny", action, res, &o, NULL);
+    fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
+         action, res, o.reason);
+    return false;
+}
+
 /* Routes one S3 Tables request (already authenticated by the front door) and always answers it.
  * Connection thread only; blocks on the catalog store and the object store. */
 void fl_tables_handle(fl_api_req_t *r)
@@ -1905,6 +1957,7 @@ void fl_tables_handle(fl_api_req_t *r)
         fail(&t, "BadRequestException", "The query string is not valid.");
         goto out;
     }
+    if (!authorize(&t, hit->op)) goto out;
     hit->fn(&t);
     if (!t.responded) fail(&t, "InternalServerErrorException", NULL);
 out:

@@ -84,5 +84,15 @@
 #define FL_PQ_MAX_CHUNK_VALUES     (64 * 1024 * 1024)  /* level entries of one column chunk */
 #define FL_PQ_MAX_NAME_MAPPING     (4 * 1024 * 1024)   /* name-mapping JSON text */
 
+#define FL_POLICY_MAX_BYTES        20480   /* one policy document (S3 Tables' resource-policy cap) */
+#define FL_POLICY_MAX_STATEMENTS   256     /* statements in one policy */
+#define FL_POLICY_MAX_VALUES       1024    /* entries of one Action/Resource/Principal/condition list */
+#define FL_POLICY_MAX_CONDITIONS   64      /* (operator, key) pairs in one statement */
+#define FL_POLICY_MAX_STRING       2048    /* one string value in a policy */
+#define FL_IAM_SESSION_MIN_S       900     /* AssumeRole DurationSeconds, as AWS */
+#define FL_IAM_SESSION_DEFAULT_S   3600
+#define FL_IAM_SESSION_MAX_S       43200
+#define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
+
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif
