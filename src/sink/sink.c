@@ -57,6 +57,7 @@ typedef struct sink {
     char fatal_msg[1024];
     int dlq_failures;
     int64_t records, dlq_records, commits;
+    int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
 } sink_t;
 
 static json_t *find_snapshot(json_t *md, int64_t id)
@@ -430,6 +431,10 @@ static void commit_all(sink_t *s)
             fl_error("sink: commit to %s failed: %s", t->name, err);
             rewind_all(s, err);
             return;
+        }
+        if (s->fault_after_commits > 0 && s->commits + 1 >= s->fault_after_commits) {
+            fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
+            _exit(137);
         }
         json_decref(t->offsets);
         t->offsets = t->pending;
@@ -828,6 +833,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
+    const char *fault = getenv("FLOE_SINK_FAULT");
+    if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
     fl_err_t e = FL_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;

@@ -147,7 +147,7 @@ def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_ca
             p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
             if i % 100 == 0:
                 p.poll(0)
-                time.sleep(0.02)
+                time.sleep(0.3)
         p.flush(30)
         done.set()
 
@@ -175,6 +175,36 @@ def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_ca
     import duckdb
     files = [f.file.file_path for f in rest_catalog.load_table(ns + ".events").scan().plan_files()]
     assert files
+
+
+def test_crash_between_table_commit_and_group_offsets(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """The process dies right after a table commit and before the Kafka group offsets
+    (the fault point FLOE_SINK_FAULT=after-table-commit:N): the restarted sink resumes from
+    the table's offsets, not the group's, so nothing lands twice."""
+    ns, topic = "crash_%s" % uuid.uuid4().hex[:6], "crash-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 2)
+    n = 400
+    doc = connector(floe, table_bucket, "crash-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "200",
+                       "consumer.override.session.timeout.ms": "6000"})
+    cfg = write_config(tmp_path, doc)
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2)])
+    sink = Sink(cfg, env={"FLOE_SINK_FAULT": "after-table-commit:1"},
+                args=["--bootstrap-servers", kafka.bootstrap]).start()
+    assert sink.wait(60) == 137, sink.log()[-3000:]
+    first = rows(rest_catalog, ns + ".events").num_rows
+    assert 0 < first <= n // 2, first
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2, n)])
+    sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        wait_rows(rest_catalog, ns + ".events", n, sink)
+        time.sleep(1.0)
+        t = rows(rest_catalog, ns + ".events")
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    assert sorted(t.column("id").to_pylist()) == list(range(n))
+    assert "the tables hold it" in sink.log()
 
 
 def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
