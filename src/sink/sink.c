@@ -2,6 +2,7 @@
  * the offsets in the snapshot summary (see sink.h for the protocol). */
 #include "sink/sink.h"
 #include <inttypes.h>
+#include <stdarg.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,16 @@ typedef struct sink {
     int64_t records, dlq_records, commits;
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
 } sink_t;
+
+/* Stop the sink without committing the open batch; the message says why. */
+__attribute__((format(printf, 2, 3))) static void set_fatal(sink_t *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->fatal_msg, sizeof s->fatal_msg, fmt, ap);
+    va_end(ap);
+    s->fatal = true;
+}
 
 static json_t *find_snapshot(json_t *md, int64_t id)
 {
@@ -342,8 +353,7 @@ static void rewind_all(sink_t *s, const char *why)
         fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, why);
         rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
         if (ke) {
-            snprintf(s->fatal_msg, sizeof s->fatal_msg, "seek failed: %s", rd_kafka_error_string(ke));
-            s->fatal = true;
+            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
             rd_kafka_error_destroy(ke);
         }
     }
@@ -401,9 +411,8 @@ static void dlq_flush(sink_t *s)
     if (!s->dlq) return;
     rd_kafka_flush(s->dlq, KAFKA_TIMEOUT_MS);
     if (rd_kafka_outq_len(s->dlq) > 0 || s->dlq_failures) {
-        snprintf(s->fatal_msg, sizeof s->fatal_msg, "the dead-letter topic did not take %d record(s)",
+        set_fatal(s, "the dead-letter topic did not take %d record(s)",
                  s->dlq_failures + rd_kafka_outq_len(s->dlq));
-        s->fatal = true;
     }
 }
 
@@ -472,9 +481,8 @@ static void bad_record(sink_t *s, const rd_kafka_message_t *m, const char *why)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
     if (!s->cfg->tolerance_all) {
-        snprintf(s->fatal_msg, sizeof s->fatal_msg, "record %s-%d@%" PRId64 ": %s (errors.tolerance=none)", topic,
+        set_fatal(s, "record %s-%d@%" PRId64 ": %s (errors.tolerance=none)", topic,
                  (int)m->partition, (int64_t)m->offset, why);
-        s->fatal = true;
         return;
     }
     if (s->cfg->errors_log || !s->dlq)
@@ -504,9 +512,8 @@ static void bad_record(sink_t *s, const rd_kafka_message_t *m, const char *why)
     }
     if (e) {
         rd_kafka_headers_destroy(h);
-        snprintf(s->fatal_msg, sizeof s->fatal_msg, "cannot send record %s-%d@%" PRId64 " to %s: %s", topic,
+        set_fatal(s, "cannot send record %s-%d@%" PRId64 " to %s: %s", topic,
                  (int)m->partition, (int64_t)m->offset, s->cfg->dlq_topic, rd_kafka_err2str(e));
-        s->fatal = true;
     }
     rd_kafka_poll(s->dlq, 0);
 }
@@ -636,8 +643,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
         tbl_t *t = table_get(s, names[k], value, schema, &e, err, sizeof err);
         if (!t) {
             if (e == FL_ERR_NOT_FOUND || e == FL_ERR_INVALID) { bad_record(s, m, err); continue; }
-            snprintf(s->fatal_msg, sizeof s->fatal_msg, "%s", err);
-            s->fatal = true;
+            set_fatal(s, "%s", err);
             break;
         }
         if (m->offset < map_get(t->offsets, topic, m->partition)) continue;   /* already in the table */
@@ -653,7 +659,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
             json_decref(conv);
             conv = NULL;
             if ((e = evolve(s, &t, value, schema, err, sizeof err))) {
-                if (!s->fatal) { snprintf(s->fatal_msg, sizeof s->fatal_msg, "%s", err); s->fatal = true; }
+                if (!s->fatal) { set_fatal(s, "%s", err); }
                 break;
             }
             if (s->rewound) break;
@@ -670,8 +676,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
         if (e) { bad_record(s, m, err); continue; }
         t->rows++;
         if (t->batch.len >= FL_SINK_BATCH_ROWS && (e = flush_batch(t, err, sizeof err))) {
-            snprintf(s->fatal_msg, sizeof s->fatal_msg, "writing %s: %s", t->name, err);
-            s->fatal = true;
+            set_fatal(s, "writing %s: %s", t->name, err);
         }
     }
 done:
