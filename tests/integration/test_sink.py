@@ -5,6 +5,7 @@ the Connect schema envelope, errors.tolerance and the dead-letter topic."""
 import json
 import os
 import random
+import signal
 import threading
 import time
 import uuid
@@ -241,6 +242,41 @@ def test_crash_between_table_commit_and_group_offsets(tmp_path, floe, table_buck
         assert sink.stop() == 0, sink.log()[-3000:]
     assert sorted(t.column("id").to_pylist()) == list(range(n))
     assert "the tables hold it" in sink.log()
+
+
+def test_zombie_member_is_fenced(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """A member frozen (SIGSTOP) with an uncommitted batch loses its partition to another
+    member, which commits the same records; when the zombie wakes up its commit is refused
+    by the table's offsets (or it learns it lost the partition first): no duplicates."""
+    ns, topic = "zomb_%s" % uuid.uuid4().hex[:6], "zomb-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 1)
+    doc = connector(floe, table_bucket, "zomb-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "4000",
+                       "consumer.override.session.timeout.ms": "6000",
+                       "consumer.override.heartbeat.interval.ms": "500"})
+    cfg = write_config(tmp_path, doc)
+    args = ["--bootstrap-servers", kafka.bootstrap]
+    a = Sink(cfg, args=args).start()
+    b = None
+    try:
+        kafka.produce(topic, [json.dumps({"id": i}) for i in range(100)])
+        wait_rows(rest_catalog, ns + ".events", 100, a)
+        kafka.produce(topic, [json.dumps({"id": i}) for i in range(100, 200)])
+        time.sleep(1.0)                       # a holds 100..199 in its batch
+        a.proc.send_signal(signal.SIGSTOP)
+        b = Sink(cfg, args=args).start()      # gets the partition once a's session expires
+        wait_rows(rest_catalog, ns + ".events", 200, b, timeout=60)
+        a.proc.send_signal(signal.SIGCONT)    # the zombie's interval has long passed
+        time.sleep(4.0)
+        t = rows(rest_catalog, ns + ".events")
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+        rc_a = a.stop()
+        rc_b = b.stop() if b else 0
+    assert sorted(t.column("id").to_pylist()) == list(range(200)), t.num_rows
+    assert rc_a == 0 and rc_b == 0, a.log()[-2000:]
+    assert "fenced" in a.log() or "partitions lost" in a.log(), a.log()[-3000:]
 
 
 def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
