@@ -52,6 +52,7 @@ typedef struct sink {
     size_t n_tables;
     tp_t *tps;
     size_t n_tps;
+    json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
     int64_t last_commit;
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
@@ -265,6 +266,12 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
 {
     for (size_t i = 0; i < s->n_tables; i++)
         if (!strcmp(s->tables[i]->name, name)) return s->tables[i];
+    json_t *when = json_object_get(s->absent, name);
+    if (when && fl_mono_ms() - (int64_t)json_integer_value(when) < FL_SINK_ABSENT_TABLE_MS) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_NOT_FOUND, "table %s does not exist%s", name,
+                        s->cfg->auto_create ? "" : " (iceberg.tables.auto-create-enabled is false)");
+        return NULL;
+    }
     if (s->n_tables >= FL_SINK_MAX_TABLES) {
         *e = fl_err_fmt(err, errlen, FL_ERR_TOO_LARGE, "more than %d tables open at once", FL_SINK_MAX_TABLES);
         return NULL;
@@ -284,6 +291,8 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
         *e = fl_rest_load_table(s->rest, &t->ident, &t->ctx.last, &re);
     }
     if (*e) {
+        if (*e == FL_ERR_NOT_FOUND && json_object_size(s->absent) < FL_SINK_MAX_TABLES)
+            json_object_set_new(s->absent, name, json_integer(fl_mono_ms()));
         if (*e == FL_ERR_NOT_FOUND)
             fl_err_fmt(err, errlen, *e, "table %s does not exist%s", name,
                        s->cfg->auto_create ? "" : " (iceberg.tables.auto-create-enabled is false)");
@@ -837,6 +846,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     sink_t s;
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
+    s.absent = json_object();
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
@@ -919,5 +929,6 @@ out:
         rd_kafka_destroy(s.dlq);
     }
     fl_rest_client_free(s.rest);
+    json_decref(s.absent);
     return e;
 }

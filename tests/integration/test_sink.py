@@ -31,7 +31,7 @@ def connector(floe, arn, name, **extra):
         "iceberg.catalog.rest.sigv4-enabled": "true",
         "iceberg.catalog.rest.signing-region": REGION,
         "iceberg.catalog.warehouse": arn,
-        "iceberg.catalog.rest.signing-name": "s3tables",
+        "iceberg.catalog.rest.signing-name": "osstables",
         "iceberg.catalog.rest.access-key-id": ACCESS_KEY,
         "iceberg.catalog.rest.secret-access-key": SECRET_KEY,
         "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
@@ -304,6 +304,7 @@ def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_cata
     doc = connector(floe, table_bucket, "dyn-" + topic, topics=topic, **{
         "iceberg.tables.dynamic-enabled": "true", "iceberg.tables.route-field": "tbl",
         "iceberg.tables.auto-create-enabled": "true", "iceberg.tables.evolve-schema-enabled": "true",
+        "iceberg.tables.default-partition-by": "day(at)", "iceberg.table.%s.a.partition-by" % ns: "bucket(id, 4)",
         "value.converter.schemas.enable": "true", "errors.tolerance": "all",
         "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.context.headers.enable": "true"})
     sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
@@ -317,6 +318,9 @@ def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_cata
     assert sorted(x for x in b.column("note").to_pylist() if x) == ["x%d" % i for i in range(5)]
     tb = rest_catalog.load_table(ns + ".b")
     assert str(tb.schema().find_field("at").field_type) == "timestamptz"
+    assert [(f.name, str(f.transform)) for f in tb.spec().fields] == [("at_day", "day")]
+    ta = rest_catalog.load_table(ns + ".a")
+    assert [(f.name, str(f.transform)) for f in ta.spec().fields] == [("id_bucket", "bucket[4]")]
     msgs = kafka.consume_all(dlq, 1)
     assert len(msgs) == 1 and msgs[0].value() == b"{not json"
     h = dict(msgs[0].headers())
