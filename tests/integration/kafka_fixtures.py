@@ -88,8 +88,13 @@ class Broker:
         p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "linger.ms": 5})
         for i, v in enumerate(values):
             kw = {} if partition is None else {"partition": partition}
-            p.produce(topic, value=v if isinstance(v, (bytes, type(None))) else v.encode(),
-                      key=key or str(i).encode(), **kw)
+            while True:
+                try:
+                    p.produce(topic, value=v if isinstance(v, (bytes, type(None))) else v.encode(),
+                              key=key or str(i).encode(), **kw)
+                    break
+                except BufferError:
+                    p.poll(0.1)
             if i % 1000 == 0:
                 p.poll(0)
         assert p.flush(30) == 0
