@@ -606,7 +606,7 @@ static fl_err_t evolve(sink_t *s, tbl_t **tp, json_t *value, json_t *schema, cha
         if (!st) { fl_rest_table_free(&cur); e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s has no current schema", name); goto out; }
         int next = last + 1;
         size_t added = fl_sink_evolve_struct(st, value, schema, s->cfg->case_insensitive, &next);
-        if (!added) { json_decref(st); fl_rest_table_free(&cur); break; }
+        if (!added) { json_decref(st); fl_rest_table_free(&cur); e = FL_OK; break; }   /* another member added them */
         json_object_set_new(st, "schema-id", json_integer(max_sid + 1));
         json_t *reqs = json_pack("[{s:s,s:i},{s:s,s:i}]", "type", "assert-current-schema-id", "current-schema-id", sid,
                                  "type", "assert-last-assigned-field-id", "last-assigned-field-id", last);
@@ -857,10 +857,12 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     if ((e = connect_catalog(&s, err, errlen))) goto out;
 
     conf = rd_kafka_conf_new();
-    /* the sink's own settings first; the user's may change all but these three */
+    /* the sink's own settings first; the user's may change all but the offset-handling ones below */
     rd_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", NULL, 0);
     rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", NULL, 0);   /* as Kafka Connect's sink consumers */
     rd_kafka_conf_set(conf, "isolation.level", "read_committed", NULL, 0);
+    /* prefetch per partition; librdkafka's 64 MiB default dominated the sink's memory */
+    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", NULL, 0);
     if ((e = kafka_conf(cfg->consumer, conf, err, errlen))) goto out;
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
