@@ -518,6 +518,21 @@ size_t fl_sink_evolve_struct(json_t *st, json_t *value, json_t *schema, bool cas
             json_t *t = json_object_get(have, "type");
             if (json_is_object(t) && !strcmp(json_string_value(json_object_get(t, "type")) ?: "", "struct"))
                 added += fl_sink_evolve_struct(t, v, fs, case_insensitive, next_id);
+            if (!fs) continue;
+            /* with a Connect schema: widen int -> long, float -> double; make optional */
+            const char *tt = json_string_value(t), *ct = cs_type(fs);
+            if (tt && ct && !cs_name(fs)) {
+                const char *to = !strcmp(tt, "int") && !strcmp(ct, "int64") ? "long"
+                                 : !strcmp(tt, "float") && !strcmp(ct, "double") ? "double" : NULL;
+                if (to) {
+                    json_object_set_new(have, "type", json_string(to));
+                    added++;
+                }
+            }
+            if (json_is_true(json_object_get(have, "required")) && json_is_true(json_object_get(fs, "optional"))) {
+                json_object_set_new(have, "required", json_false());
+                added++;
+            }
             continue;
         }
         int id = (*next_id)++;

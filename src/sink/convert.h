@@ -51,9 +51,12 @@ json_t *fl_sink_infer_type(json_t *value, json_t *schema, bool force_optional, i
 fl_err_t fl_sink_infer_schema(json_t *value, json_t *schema, bool force_optional, json_t **out, char *err,
                               size_t errlen);
 
-/* Adds to the struct type st (Iceberg JSON, changed in place) an optional
- * column for every field of value that st lacks (recursing into struct
- * columns), ids from *next_id on. Returns how many were added. */
+/* Evolves the struct type st (Iceberg JSON, changed in place) for value: an
+ * optional column for every field that st lacks (recursing into struct
+ * columns), ids from *next_id on; with the record's Connect schema also int
+ * -> long and float -> double, and required -> optional where the schema says
+ * optional (the Iceberg sink's rules, reference/sink.md §3.6). Returns how
+ * many changes it made. */
 size_t fl_sink_evolve_struct(json_t *st, json_t *value, json_t *schema, bool case_insensitive, int *next_id);
 
 #endif

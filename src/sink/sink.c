@@ -39,6 +39,7 @@ typedef struct tbl {
     fl_vec_t batch;
     json_t *offsets;            /* the group's map as this process last saw it on the table */
     json_t *pending;            /* the map the commit in flight writes */
+    json_t *last_schema;        /* the last Connect schema checked for evolution (evolve-schema-enabled) */
     int64_t rows;               /* rows since the last commit */
 } tbl_t;
 
@@ -145,6 +146,7 @@ static void tbl_free(tbl_t *t)
     fl_rest_ident_free(&t->ident);
     json_decref(t->offsets);
     json_decref(t->pending);
+    json_decref(t->last_schema);
     free(t->name);
     free(t);
 }
@@ -664,7 +666,9 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
             bad_record(s, m, err);
             continue;
         }
-        if (missing && json_array_size(missing)) {
+        /* a record schema not seen on this table yet may widen or relax a column */
+        bool new_schema = s->cfg->evolve && schema && !(t->last_schema && json_equal(t->last_schema, schema));
+        if ((missing && json_array_size(missing)) || new_schema) {
             json_decref(conv);
             conv = NULL;
             if ((e = evolve(s, &t, value, schema, err, sizeof err))) {
@@ -679,6 +683,10 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
                 bad_record(s, m, err);
                 continue;
             }
+        }
+        if (new_schema) {
+            json_decref(t->last_schema);
+            t->last_schema = json_incref(schema);
         }
         e = fl_vec_append_json(&t->batch, conv, err, sizeof err);
         json_decref(conv);

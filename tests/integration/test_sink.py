@@ -290,11 +290,14 @@ def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_cata
     def env(i, tbl, extra=None):
         fields = [{"field": "id", "type": "int64", "optional": False},
                   {"field": "tbl", "type": "string", "optional": False},
-                  {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp"}]
-        payload = {"id": i, "tbl": tbl, "at": 1700000000000 + i}
-        if extra:
+                  {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp"},
+                  {"field": "small", "type": "int32", "optional": False}]
+        payload = {"id": i, "tbl": tbl, "at": 1700000000000 + i, "small": i}
+        if extra:   # a new column, and small widened to int64 and made optional
             fields.append({"field": "note", "type": "string", "optional": True})
+            fields[3] = {"field": "small", "type": "int64", "optional": True}
             payload["note"] = extra
+            payload["small"] = 2 ** 40 + i
         return json.dumps({"schema": {"type": "struct", "fields": fields, "optional": False}, "payload": payload})
 
     vals = [env(i, "%s.A" % ns if i % 2 else "%s.b" % ns) for i in range(20)]
@@ -319,6 +322,9 @@ def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_cata
     tb = rest_catalog.load_table(ns + ".b")
     assert str(tb.schema().find_field("at").field_type) == "timestamptz"
     assert [(f.name, str(f.transform)) for f in tb.spec().fields] == [("at_day", "day")]
+    small = tb.schema().find_field("small")
+    assert str(small.field_type) == "long" and not small.required
+    assert sorted(x for x in b.column("small").to_pylist() if x >= 2 ** 40) == [2 ** 40 + 100 + i for i in range(5)]
     ta = rest_catalog.load_table(ns + ".a")
     assert [(f.name, str(f.transform)) for f in ta.spec().fields] == [("id_bucket", "bucket[4]")]
     msgs = kafka.consume_all(dlq, 1)

@@ -230,6 +230,21 @@ FL_TEST(sink_infer_schema_and_evolve)
     fl_field_free(&root);
     json_decref(sch);
     json_decref(cs);
+    /* widen and make optional from a Connect schema */
+    json_t *st = json_loads("{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"a\",\"required\":true,\"type\":\"int\"},"
+                            "{\"id\":2,\"name\":\"f\",\"required\":false,\"type\":\"float\"}]}", 0, NULL);
+    json_t *cs2 = json_loads("{\"type\":\"struct\",\"fields\":[{\"field\":\"a\",\"type\":\"int64\",\"optional\":true},"
+                             "{\"field\":\"f\",\"type\":\"double\",\"optional\":true}]}", 0, NULL);
+    json_t *r3 = json_loads("{\"a\":1,\"f\":1.5}", 0, NULL);
+    next = 10;
+    CHECK_EQ(fl_sink_evolve_struct(st, r3, cs2, false, &next), 3);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(st, "fields"), 0), "type")), "long");
+    CHECK(json_is_false(json_object_get(json_array_get(json_object_get(st, "fields"), 0), "required")));
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(st, "fields"), 1), "type")), "double");
+    CHECK_EQ(fl_sink_evolve_struct(st, r3, cs2, false, &next), 0);   /* nothing left to change */
+    json_decref(st);
+    json_decref(cs2);
+    json_decref(r3);
     json_t *nul = json_loads("{\"n\":null}", 0, NULL);
     CHECK(fl_sink_infer_schema(nul, NULL, false, &sch, err, sizeof err) == FL_ERR_INVALID);
     json_decref(nul);
