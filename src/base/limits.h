@@ -94,5 +94,14 @@
 #define FL_IAM_SESSION_MAX_S       43200
 #define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
 
+/* floe sink: the Kafka records are sized by the broker's message.max.bytes; these bound
+ * what one record may cost floe beyond that. */
+#define FL_SINK_MAX_VALUE_BYTES    (64 * 1024 * 1024) /* one base64 value decoded (binary/fixed) */
+#define FL_SINK_MAX_CONFIG_BYTES   (1024 * 1024)      /* the connector configuration file */
+#define FL_SINK_BATCH_ROWS         8192               /* rows buffered per table before they go to Parquet */
+#define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
+#define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
+#define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
+
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

@@ -888,8 +888,15 @@ static void forget_files(fl_appender_t *a)
 typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAILED, ATTEMPT_UNKNOWN } attempt_t;
 
 /* One attempt: the list on the current parent, the request, the catalog's answer. */
-static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const char *const *kv,
-                                size_t n_kv, fl_err_t *e, char *err, size_t errlen)
+typedef struct summary_src {
+    const char *const *kv;
+    size_t n_kv;
+    fl_append_summary_fn fn;
+    void *arg;
+} summary_src_t;
+
+static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
+                                fl_err_t *e, char *err, size_t errlen)
 {
     int64_t parent = fl_append_main_snapshot(a->md);
     int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
@@ -899,8 +906,12 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
         (*e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
         return ATTEMPT_FAILED;
     json_t *reqs, *updates, *newmd = NULL;
-    commit_request(a, j, snapshot_summary(a, j, psnap, kv, n_kv), parent, seq, first_row_id, next_row_id,
-                   &reqs, &updates);
+    json_t *summary = snapshot_summary(a, j, psnap, src->kv, src->n_kv);
+    if (src->fn && (*e = src->fn(src->arg, a->md, psnap, summary, err, errlen))) {
+        json_decref(summary);
+        return ATTEMPT_FAILED;
+    }
+    commit_request(a, j, summary, parent, seq, first_row_id, next_row_id, &reqs, &updates);
     int status = 0;
     char cerr[512] = "";
     *e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
@@ -930,8 +941,8 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
     return ATTEMPT_UNKNOWN;
 }
 
-fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
-                          char *err, size_t errlen)
+static fl_err_t append_commit(fl_appender_t *a, const summary_src_t *src, int64_t *snapshot_id, char *err,
+                              size_t errlen)
 {
     *snapshot_id = -1;
     fl_err_t e = close_all(a, err, errlen);
@@ -943,7 +954,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     attempt_t r = ATTEMPT_FAILED;
     if (!(e = write_manifest(a, &j, err, errlen))) {
         int attempt = 1;
-        while ((r = commit_attempt(a, &j, attempt, kv, n_kv, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
+        while ((r = commit_attempt(a, &j, attempt, src, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
     }
     switch (r) {
     case ATTEMPT_DONE:
@@ -964,6 +975,20 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     }
     commit_job_free(&j);
     return e;
+}
+
+fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
+                          char *err, size_t errlen)
+{
+    summary_src_t src = { .kv = kv, .n_kv = n_kv };
+    return append_commit(a, &src, snapshot_id, err, errlen);
+}
+
+fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
+                             char *err, size_t errlen)
+{
+    summary_src_t src = { .fn = fn, .arg = arg };
+    return append_commit(a, &src, snapshot_id, err, errlen);
 }
 
 fl_err_t fl_append_take_files(fl_appender_t *a, fl_data_file_t **files, size_t *n, char *err, size_t errlen)

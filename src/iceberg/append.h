@@ -87,6 +87,17 @@ int64_t fl_append_rows(const fl_appender_t *a);
  * On success the appender can take more batches for the next commit. */
 fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv,
                           int64_t *snapshot_id, char *err, size_t errlen);
+/* As fl_append_commit, with the caller's part of the summary decided per
+ * attempt: fn sees the metadata the attempt builds on (md, borrowed) and its
+ * parent snapshot (NULL: none) and adds string pairs to summary. Because the
+ * commit asserts that parent, what fn read from it holds when the commit
+ * lands: `floe sink` merges and checks its Kafka offsets here. A non-zero
+ * return stops the commit (nothing lands, the written files are deleted, as
+ * for any definite failure) and is returned; fn fills err then. */
+typedef fl_err_t (*fl_append_summary_fn)(void *arg, json_t *md, json_t *parent, json_t *summary,
+                                         char *err, size_t errlen);
+fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
+                             char *err, size_t errlen);
 /* For rewrites (iceberg/rewrite.h), which commit their own snapshot: close
  * the open files and hand over the data files written since open or the last
  * take (*files a new array of *n, each freed with fl_data_file_free; the
