@@ -785,6 +785,10 @@ static fl_err_t load_dvs(job_t *j, const state_t *st, const group_t *g, pos_ctx_
         const sfile_t *d = &st->dels[g->dels[x]];
         if (!d->dv) continue;
         const fl_data_file_t *df = &d->en->file;
+        /* without it a DV would scope to its whole partition (and could be dropped unapplied) */
+        if (!df->referenced_data_file)
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: deletion vector without referenced_data_file",
+                              df->file_path);
         size_t f = 0;
         while (f < g->n && !(df->referenced_data_file && !strcmp(g->paths[f], df->referenced_data_file))) f++;
         const sfile_t *data = f < g->n ? find_data(st, g->paths[f]) : NULL;

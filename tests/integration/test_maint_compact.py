@@ -347,3 +347,38 @@ def test_compact_applies_spark_deletion_vectors_v3(spark, ns, pycat, floe, table
     assert t.metadata.next_row_id == next_before + snap.added_rows
     assert snap.added_rows == int(snap.summary["added-records"])
     spark.sql("SELECT * FROM %s.files" % ident).collect()
+
+
+@pytest.mark.timeout(900)
+def test_compact_upgraded_table_position_deletes_and_dvs(spark, ns, pycat, floe, table_bucket):  # noqa: F811
+    """A v2 merge-on-read table with position delete files, upgraded to v3, then deleted from
+    again: Spark writes deletion vectors that take over the old position deletes of the files
+    they touch (which readers then ignore). Compaction applies both kinds, drops both, and the
+    rows Spark gave row ids keep them."""
+    ident = create_events(spark, ns, "upg_cmp", mode="merge-on-read")
+    for k in range(3):
+        insert(spark, ident, gen_rows(k * 40, 40))
+    spark.sql("DELETE FROM %s WHERE id %% 7 = 0" % ident).collect()
+    spark.sql("ALTER TABLE %s SET TBLPROPERTIES ('format-version'='3')" % ident).collect()
+    insert(spark, ident, gen_rows(120, 40))
+    spark.sql("DELETE FROM %s WHERE id %% 5 = 0" % ident).collect()
+    spark.sql("UPDATE %s SET score = -1 WHERE id %% 9 = 1" % ident).collect()
+    want = spark_read(spark, ident)
+    assert len(want) > 100
+    lin_before = lineage(spark, ident)
+    name = ident.split(".", 1)[1]
+    t = pycat.load_table(name)
+    assert t.metadata.format_version == 3
+    kinds = {d.file_format.value for task in t.scan().plan_files() for d in task.delete_files}
+    assert kinds == {"PARQUET", "PUFFIN"}, kinds  # v2 position delete files and v3 DVs side by side
+    assert py_read(pycat, ident) == want
+
+    r = compact(floe, table_bucket, name)
+    assert r["groupsFailed"] == 0 and r["deleteFilesRemoved"] > 0, r
+    assert spark_read(spark, ident) == want
+    assert py_read(pycat, ident) == want
+    t = pycat.load_table(name)
+    assert duck_read_events(t) == want
+    assert not any(task.delete_files for task in t.scan().plan_files())
+    assert int(t.current_snapshot().summary["total-delete-files"]) == 0
+    assert lineage(spark, ident) == lin_before

@@ -1160,6 +1160,7 @@ typedef struct dv_spec {
     const char *cat;            /* its partition */
     int64_t pos[8];
     size_t n;
+    bool no_ref;                /* the manifest entry lacks referenced_data_file (malformed) */
 } dv_spec_t;
 
 /* One Puffin file holding a DV per spec, committed as a row delta on a v3 table
@@ -1220,7 +1221,7 @@ static int64_t commit_dvs(mem_table_t *t, fl_table_ops_t *ops, const dv_spec_t *
         me.file.file_format = "PUFFIN";
         me.file.record_count = (int64_t)dvs[i].n;
         me.file.file_size_in_bytes = (int64_t)pf.len;
-        me.file.referenced_data_file = (char *)dvs[i].data_path;
+        me.file.referenced_data_file = dvs[i].no_ref ? NULL : (char *)dvs[i].data_path;
         me.file.has_content_offset = true;
         me.file.content_offset = offs[i];
         me.file.content_size_in_bytes = lens[i];
@@ -1409,7 +1410,7 @@ FL_TEST(rewrite_v3_applies_deletion_vectors_keeps_row_lineage)
     REQUIRE(paths_in(t, &ops, "c0", c0, 4) == 3);
     REQUIRE(paths_in(t, &ops, "c1", c1, 4) == 3);
     /* one Puffin file: a DV on a c0 file and one on a c1 file */
-    dv_spec_t dvs[2] = { { c0[0], "c0", { 0, 2 }, 2 }, { c1[1], "c1", { 1, 3, 5 }, 3 } };
+    dv_spec_t dvs[2] = { { c0[0], "c0", { 0, 2 }, 2, false }, { c1[1], "c1", { 1, 3, 5 }, 3, false } };
     REQUIRE(commit_dvs(t, &ops, dvs, 2) > 0);
     lin_t before[100], after[100];
     size_t ndel;
@@ -1421,7 +1422,7 @@ FL_TEST(rewrite_v3_applies_deletion_vectors_keeps_row_lineage)
 
     /* a DV committed against another c0 file while the job runs: c0 fails, c1 commits, and
      * of the Puffin file's two entries only c1's is dropped */
-    dv_race_t race = { t, &ops, { c0[1], "c0", { 4 }, 1 }, 0 };
+    dv_race_t race = { t, &ops, { c0[1], "c0", { 4 }, 1, false }, 0 };
     fl_rewrite_opts_t o = { .before_commit = dv_race_hook, .before_commit_ctx = &race };
     fl_rewrite_result_t r;
     char err[512] = "";
@@ -1474,6 +1475,69 @@ FL_TEST(rewrite_v3_applies_deletion_vectors_keeps_row_lineage)
     }
     CHECK_EQ(live, 84);
     for (int i = 0; i < 3; i++) { free(c0[i]); free(c1[i]); }
+    mem_table_free(t);
+    free(t);
+}
+
+/* v3 with the sort strategy: the rows move between files in a new order and
+ * still keep their lineage. */
+FL_TEST(rewrite_v3_sort_keeps_row_lineage)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_schema(t, &ops, SCHEMA_STD, SPEC_CAT, V3_PROPS, ORDER_ID_DESC);
+    REQUIRE(t->md);
+    for (int k = 0; k < 3; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    char *c2[4];
+    REQUIRE(paths_in(t, &ops, "c2", c2, 4) == 3);
+    dv_spec_t dv = { c2[2], "c2", { 1 }, 1, false };
+    REQUIRE(commit_dvs(t, &ops, &dv, 1) > 0);
+    lin_t before[100], after[100];
+    size_t ndel;
+    read_lineage(t, before, 100, &ndel);
+    fl_rewrite_opts_t o = { .strategy = FL_REWRITE_SORT };
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    REQUIRE(fl_rewrite_run(&ops, &o, &r, err, sizeof err) == FL_OK);
+    CHECK_EQ(r.strategy, FL_REWRITE_SORT);
+    CHECK_EQ(r.groups_failed, 0);
+    CHECK_EQ(r.delete_files_removed, 1);
+    read_lineage(t, after, 100, &ndel);
+    CHECK_EQ(ndel, 0);
+    size_t live = 0;
+    for (int i = 0; i < 90; i++) {
+        live += after[i].rid >= 0;
+        if (before[i].rid != after[i].rid || before[i].seq != after[i].seq) {
+            FL_FAIL("id %d: lineage (%lld, %lld) became (%lld, %lld)", i, (long long)before[i].rid,
+                    (long long)before[i].seq, (long long)after[i].rid, (long long)after[i].seq);
+            break;
+        }
+    }
+    CHECK_EQ(live, 89);
+    for (int i = 0; i < 3; i++) free(c2[i]);
+    mem_table_free(t);
+    free(t);
+}
+
+/* A DV entry without referenced_data_file would scope to its whole partition:
+ * compaction refuses the table rather than drop deletes it did not apply. */
+FL_TEST(rewrite_v3_dv_without_referenced_file_refused)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init_props(t, &ops, SPEC_CAT, V3_PROPS);
+    for (int k = 0; k < 2; k++) REQUIRE(append_rows(&ops, k * 30, 30, 3) > 0);
+    char *c0[4];
+    REQUIRE(paths_in(t, &ops, "c0", c0, 4) == 2);
+    dv_spec_t dv = { c0[0], "c0", { 0 }, 1, true };
+    REQUIRE(commit_dvs(t, &ops, &dv, 1) > 0);
+    int64_t before = fl_iceberg_current_snapshot_id(t->md);
+    fl_rewrite_result_t r;
+    char err[512] = "";
+    CHECK(fl_rewrite_run(&ops, NULL, &r, err, sizeof err) == FL_ERR_INVALID);
+    CHECK(strstr(err, "without referenced_data_file") != NULL);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), before);
+    for (int i = 0; i < 2; i++) free(c0[i]);
     mem_table_free(t);
     free(t);
 }
