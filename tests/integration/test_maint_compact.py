@@ -4,6 +4,11 @@
     rows they read before, one data file per partition, totals in the summary;
   - Spark SQL merge-on-read DELETE/UPDATE/MERGE (position deletes) -> after compaction Spark
     and PyIceberg read exactly what Spark read before and no delete file is left;
+  - the same on a format-version 3 table (deletion vectors in Puffin files) and on a v2 table
+    with position deletes upgraded to v3 and deleted from again: Spark, PyIceberg and DuckDB
+    read what Spark read before, no delete file is left, and Spark's _row_id /
+    _last_updated_sequence_number are unchanged (DuckDB, without its iceberg extension, is
+    checked only once no deletes are left);
   - manifest merge: one manifest per commit merged into one, rows unchanged;
   - `--strategy sort` on a PyIceberg table with a sort order (id desc): PyIceberg and DuckDB read
     the same rows, every file's rows are in order and the files' id bounds (inspect.files) do not
