@@ -116,14 +116,12 @@ fl_err_t fl_puffin_dv_parse(fl_slice_t blob, fl_roaring64_t *out, char *err, siz
     return fl_roaring64_parse(fl_slice(blob.ptr + 8, n - 4), out, err, errlen);
 }
 
-fl_err_t fl_puffin_read_dv(fl_slice_t file, int64_t offset, int64_t size, const char *referenced,
-                           int64_t record_count, fl_roaring64_t *out, char *err, size_t errlen)
+fl_err_t fl_puffin_read_dv(fl_slice_t file, const fl_puffin_blob_t *b, size_t n, int64_t offset, int64_t size,
+                           const char *referenced, int64_t record_count, fl_roaring64_t *out, char *err,
+                           size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    fl_puffin_blob_t *b = NULL;
-    size_t n = 0;
-    fl_err_t e = fl_puffin_footer(file, &b, &n, err, errlen);
-    if (e) return e;
+    fl_err_t e = FL_OK;
     const fl_puffin_blob_t *x = NULL;
     for (size_t i = 0; i < n && !x; i++) {
         if (offset >= 0 ? (b[i].offset == offset && b[i].length == size)
@@ -144,12 +142,13 @@ fl_err_t fl_puffin_read_dv(fl_slice_t file, int64_t offset, int64_t size, const 
     } else if (referenced && x->referenced_data_file && strcmp(referenced, x->referenced_data_file)) {
         e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "deletion vector at offset %" PRId64 " is for %s, not %s", x->offset,
                        x->referenced_data_file, referenced);
+    } else if ((uint64_t)x->offset > file.len || (uint64_t)x->length > file.len - (uint64_t)x->offset) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "Puffin blob at offset %" PRId64 " lies outside the file", x->offset);
     } else if (!(e = fl_puffin_dv_parse(fl_slice(file.ptr + x->offset, (size_t)x->length), out, err, errlen)) &&
                record_count >= 0 && out->cardinality != (uint64_t)record_count) {
         e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "deletion vector holds %llu positions, its manifest entry says %" PRId64,
                        (unsigned long long)out->cardinality, record_count);
         fl_roaring64_free(out);
     }
-    fl_puffin_blobs_free(b, n);
     return e;
 }

@@ -38,13 +38,15 @@ void fl_puffin_blobs_free(fl_puffin_blob_t *b, size_t n);
 /* A deletion-vector-v1 blob's bitmap (length, magic and CRC checked). */
 fl_err_t fl_puffin_dv_parse(fl_slice_t blob, fl_roaring64_t *out, char *err, size_t errlen);
 
-/* The deletion vector a manifest entry names: the Puffin file's bytes, the
- * entry's content_offset / content_size_in_bytes (offset < 0: absent, then the
- * footer's deletion-vector-v1 blob whose referenced-data-file is referenced),
- * and its record_count (the DV's cardinality must equal it; < 0 = unchecked).
- * The blob must be one the footer lists, of type deletion-vector-v1,
- * uncompressed. */
-fl_err_t fl_puffin_read_dv(fl_slice_t file, int64_t offset, int64_t size, const char *referenced,
-                           int64_t record_count, fl_roaring64_t *out, char *err, size_t errlen);
+/* The deletion vector a manifest entry names, in a Puffin file (its bytes)
+ * whose footer blobs are blobs[0..n) (fl_puffin_footer, parsed once per
+ * file): by the entry's content_offset / content_size_in_bytes (offset < 0:
+ * absent, then the deletion-vector-v1 blob whose referenced-data-file is
+ * referenced), checked against its record_count (the DV's cardinality must
+ * equal it; < 0 = unchecked). The blob must be one the footer lists, of type
+ * deletion-vector-v1, uncompressed, for referenced (when both say). */
+fl_err_t fl_puffin_read_dv(fl_slice_t file, const fl_puffin_blob_t *blobs, size_t n, int64_t offset, int64_t size,
+                           const char *referenced, int64_t record_count, fl_roaring64_t *out, char *err,
+                           size_t errlen);
 
 #endif

@@ -775,40 +775,74 @@ static fl_err_t data_batch(void *ctx, const fl_vec_t *cb)
 }
 
 /* The group's deletion vectors (v3) into pc's positions, has_dv[f] set for
- * each file one applies to. A Puffin file holding several is read once. */
+ * each file one applies to. They are taken in Puffin-file order, so a file
+ * holding several (Spark writes one per task) is read and its footer parsed
+ * once. */
+static _Thread_local const state_t *g_dv_state; /* qsort context of this thread */
+
+static int cmp_dv_path(const void *x, const void *y)
+{
+    const sfile_t *a = &g_dv_state->dels[*(const size_t *)x], *b = &g_dv_state->dels[*(const size_t *)y];
+    return strcmp(a->en->file.file_path, b->en->file.file_path);
+}
+
 static fl_err_t load_dvs(job_t *j, const state_t *st, const group_t *g, pos_ctx_t *pc, bool *has_dv, fl_buf_t *buf,
                          char *err, size_t errlen)
 {
-    const char *loaded = NULL;  /* the Puffin file in buf */
+    size_t *order = fl_malloc((g->n_dels + 1) * sizeof *order), n_dv = 0;
+    for (size_t x = 0; x < g->n_dels; x++)
+        if (st->dels[g->dels[x]].dv) order[n_dv++] = g->dels[x];
+    g_dv_state = st;
+    qsort(order, n_dv, sizeof *order, cmp_dv_path);
+    g_dv_state = NULL;
+    const char *loaded = NULL;  /* the Puffin file in buf, its footer in blobs */
+    fl_puffin_blob_t *blobs = NULL;
+    size_t n_blobs = 0;
     fl_err_t e = FL_OK;
-    for (size_t x = 0; x < g->n_dels && !e; x++) {
-        const sfile_t *d = &st->dels[g->dels[x]];
-        if (!d->dv) continue;
+    for (size_t x = 0; x < n_dv && !e; x++) {
+        const sfile_t *d = &st->dels[order[x]];
         const fl_data_file_t *df = &d->en->file;
         /* without it a DV would scope to its whole partition (and could be dropped unapplied) */
-        if (!df->referenced_data_file)
-            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: deletion vector without referenced_data_file",
-                              df->file_path);
+        if (!df->referenced_data_file) {
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: deletion vector without referenced_data_file",
+                           df->file_path);
+            break;
+        }
         size_t f = 0;
-        while (f < g->n && !(df->referenced_data_file && !strcmp(g->paths[f], df->referenced_data_file))) f++;
+        while (f < g->n && strcmp(g->paths[f], df->referenced_data_file)) f++;
         const sfile_t *data = f < g->n ? find_data(st, g->paths[f]) : NULL;
         if (!data || !applies(d, data)) continue;
         if (!loaded || strcmp(loaded, df->file_path)) {
-            if (df->file_size_in_bytes > FL_PUFFIN_MAX_FILE_BYTES)
-                return fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: Puffin file of %" PRId64 " bytes (at most %lld)",
-                                  df->file_path, df->file_size_in_bytes, (long long)FL_PUFFIN_MAX_FILE_BYTES);
-            fl_buf_reset(buf);
+            fl_puffin_blobs_free(blobs, n_blobs);
+            blobs = NULL;
+            n_blobs = 0;
             loaded = NULL;
-            if ((e = j->ops.get(j->ops.ctx, df->file_path, buf)))
-                return fl_err_fmt(err, errlen, e, "reading %s failed: %s", df->file_path, fl_err_str(e));
+            if (df->file_size_in_bytes > FL_PUFFIN_MAX_FILE_BYTES) {
+                e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: Puffin file of %" PRId64 " bytes (at most %lld)",
+                               df->file_path, df->file_size_in_bytes, (long long)FL_PUFFIN_MAX_FILE_BYTES);
+                break;
+            }
+            fl_buf_reset(buf);
+            if ((e = j->ops.get(j->ops.ctx, df->file_path, buf))) {
+                fl_err_fmt(err, errlen, e, "reading %s failed: %s", df->file_path, fl_err_str(e));
+                break;
+            }
+            char why[256];
+            if ((e = fl_puffin_footer(fl_slice(buf->ptr, buf->len), &blobs, &n_blobs, why, sizeof why))) {
+                fl_err_fmt(err, errlen, e, "%s: %s", df->file_path, why);
+                break;
+            }
             loaded = df->file_path;
         }
         fl_roaring64_t bm;
         char why[256];
-        if ((e = fl_puffin_read_dv(fl_slice(buf->ptr, buf->len), df->has_content_offset ? df->content_offset : -1,
+        if ((e = fl_puffin_read_dv(fl_slice(buf->ptr, buf->len), blobs, n_blobs,
+                                   df->has_content_offset ? df->content_offset : -1,
                                    df->has_content_offset ? df->content_size_in_bytes : -1, df->referenced_data_file,
-                                   df->record_count, &bm, why, sizeof why)))
-            return fl_err_fmt(err, errlen, e, "%s: %s", df->file_path, why);
+                                   df->record_count, &bm, why, sizeof why))) {
+            fl_err_fmt(err, errlen, e, "%s: %s", df->file_path, why);
+            break;
+        }
         /* positions past the data file's rows cannot delete anything */
         int64_t *v = NULL;
         size_t n = 0;
@@ -821,6 +855,8 @@ static fl_err_t load_dvs(job_t *j, const state_t *st, const group_t *g, pos_ctx_
         has_dv[f] = true;
         j->res->delete_files_applied++;
     }
+    fl_puffin_blobs_free(blobs, n_blobs);
+    free(order);
     return e;
 }
 

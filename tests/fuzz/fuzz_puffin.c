@@ -48,8 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!e) {
         for (size_t i = 0; i < n; i++) {
             err[0] = 0;
-            e = fl_puffin_read_dv(in, b[i].offset, b[i].length, b[i].referenced_data_file, b[i].cardinality, &r, err,
-                                  sizeof err);
+            e = fl_puffin_read_dv(in, b, n, i % 2 ? -1 : b[i].offset, b[i].length, b[i].referenced_data_file,
+                                  b[i].cardinality, &r, err, sizeof err);
             expect_invalid(e, err);
             if (!e) { check(&r); fl_roaring64_free(&r); }
         }

@@ -160,7 +160,7 @@ FL_TEST(puffin_reads_spark_deletion_vectors)
         CHECK_EQ(b[i].cardinality, nwant[i]);
         fl_roaring64_t r;
         /* by the manifest entry's offset and size, and by the referenced data file */
-        REQUIRE(!fl_puffin_read_dv(file, b[i].offset, b[i].length, b[i].referenced_data_file, (int64_t)nwant[i], &r, err,
+        REQUIRE(!fl_puffin_read_dv(file, b, n, b[i].offset, b[i].length, b[i].referenced_data_file, (int64_t)nwant[i], &r, err,
                                    sizeof err));
         int64_t *v = NULL;
         size_t nv = 0;
@@ -169,15 +169,15 @@ FL_TEST(puffin_reads_spark_deletion_vectors)
         if (nv == nwant[i]) CHECK_MEM(v, want[i], nv * sizeof *v);
         free(v);
         fl_roaring64_free(&r);
-        REQUIRE(!fl_puffin_read_dv(file, -1, -1, b[i].referenced_data_file, -1, &r, err, sizeof err));
+        REQUIRE(!fl_puffin_read_dv(file, b, n, -1, -1, b[i].referenced_data_file, -1, &r, err, sizeof err));
         CHECK_EQ(r.cardinality, nwant[i]);
         fl_roaring64_free(&r);
         /* a record count that disagrees, another data file, a range no blob has */
-        CHECK(fl_puffin_read_dv(file, b[i].offset, b[i].length, NULL, 99, &r, err, sizeof err) == FL_ERR_INVALID);
+        CHECK(fl_puffin_read_dv(file, b, n, b[i].offset, b[i].length, NULL, 99, &r, err, sizeof err) == FL_ERR_INVALID);
         CHECK(strstr(err, "manifest entry says 99") != NULL);
-        CHECK(fl_puffin_read_dv(file, b[i].offset, b[i].length, "s3://x/other.parquet", -1, &r, err, sizeof err) ==
+        CHECK(fl_puffin_read_dv(file, b, n, b[i].offset, b[i].length, "s3://x/other.parquet", -1, &r, err, sizeof err) ==
               FL_ERR_INVALID);
-        CHECK(fl_puffin_read_dv(file, b[i].offset + 1, b[i].length, NULL, -1, &r, err, sizeof err) == FL_ERR_INVALID);
+        CHECK(fl_puffin_read_dv(file, b, n, b[i].offset + 1, b[i].length, NULL, -1, &r, err, sizeof err) == FL_ERR_INVALID);
     }
     fl_puffin_blobs_free(b, n);
     /* malformed files */

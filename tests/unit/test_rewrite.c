@@ -1316,10 +1316,14 @@ static void read_lineage(mem_table_t *t, lin_t *lin, size_t cap, size_t *n_dels)
                     (*n_dels)++;
                     int o = find_obj(t, f->file_path);
                     fl_roaring64_t bm;
-                    if (o < 0 || fl_puffin_read_dv(fl_slice(t->objs[o].data.ptr, t->objs[o].data.len), f->content_offset,
-                                                   f->content_size_in_bytes, f->referenced_data_file, -1, &bm, err,
-                                                   sizeof err))
-                        continue;
+                    fl_puffin_blob_t *pb = NULL;
+                    size_t npb = 0;
+                    fl_slice_t pfile = o < 0 ? fl_slice("", 0) : fl_slice(t->objs[o].data.ptr, t->objs[o].data.len);
+                    if (o < 0 || fl_puffin_footer(pfile, &pb, &npb, err, sizeof err)) continue;
+                    fl_err_t de = fl_puffin_read_dv(pfile, pb, npb, f->content_offset, f->content_size_in_bytes,
+                                                    f->referenced_data_file, -1, &bm, err, sizeof err);
+                    fl_puffin_blobs_free(pb, npb);
+                    if (de) continue;
                     int64_t *v = NULL;
                     size_t nv = 0;
                     fl_roaring64_values(&bm, 8, &v, &nv);
