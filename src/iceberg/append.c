@@ -169,6 +169,11 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
      * finish_file cuts them to each column's mode. */
     fl_metrics_policy_build(a->md, &a->schema, &a->metrics);
     a->pq.stats_truncate = fl_metrics_policy_writer_truncate(&a->metrics);
+    if (a->opts.row_lineage) {
+        fl_field_set(fl_field_add_child(&a->schema), FL_APPEND_ROW_ID_FIELD, "_row_id", false, FL_TYPE_LONG);
+        fl_field_set(fl_field_add_child(&a->schema), FL_APPEND_LAST_UPDATED_FIELD, "_last_updated_sequence_number", false,
+                     FL_TYPE_LONG);
+    }
     a->target_bytes = a->opts.target_file_bytes > 0
                           ? a->opts.target_file_bytes
                           : fl_append_prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
@@ -338,6 +343,19 @@ static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t 
     df.record_count = info.record_count;
     df.file_size_in_bytes = info.file_size;
     info.n_metrics = fl_metrics_policy_apply(&a->metrics, info.metrics, info.n_metrics);
+    if (a->opts.row_lineage) { /* no metrics for the lineage columns (they are not the schema's) */
+        size_t k = 0;
+        for (size_t i = 0; i < info.n_metrics; i++) {
+            if (info.metrics[i].field_id == FL_APPEND_ROW_ID_FIELD || info.metrics[i].field_id == FL_APPEND_LAST_UPDATED_FIELD)
+            {
+                fl_buf_free(&info.metrics[i].lower);
+                fl_buf_free(&info.metrics[i].upper);
+            }
+            else
+                info.metrics[k++] = info.metrics[i];
+        }
+        info.n_metrics = k;
+    }
     df.metrics = info.metrics;
     df.n_metrics = info.n_metrics;
     df.split_offsets = info.split_offsets;

@@ -65,7 +65,15 @@ typedef struct fl_append_opts {
     bool parquet_set;            /* false: derive parquet options from the table properties */
     const char *tmp_dir;         /* where files are staged before upload; NULL = $TMPDIR or /tmp */
     int max_open_files;          /* partitions written at once; 0 = 64 (older ones are closed) */
+    /* Rewrites of v3 tables (iceberg/rewrite.h): batches carry two more optional long
+     * columns after the schema's, _row_id (FL_APPEND_ROW_ID_FIELD) and
+     * _last_updated_sequence_number (FL_APPEND_LAST_UPDATED_FIELD), written into the
+     * files as they are (the rows keep their lineage); no metrics are kept for them. */
+    bool row_lineage;
 } fl_append_opts_t;
+
+#define FL_APPEND_ROW_ID_FIELD 2147483540
+#define FL_APPEND_LAST_UPDATED_FIELD 2147483539
 
 typedef struct fl_appender fl_appender_t;
 
