@@ -442,3 +442,43 @@ fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const
     k->session_policy = NULL;
     return e;
 }
+
+fl_err_t fl_iam_account_create(fl_iam_t *iam, const char *id, char *id_out, fl_iam_key_t *k, char *secret_out)
+{
+    char gen[16];
+    if (!id) {
+        unsigned char r[12];
+        if (RAND_bytes(r, sizeof r) != 1) return FL_ERR_INTERNAL;
+        for (int i = 0; i < 12; i++) gen[i] = (char)('0' + r[i] % 10);
+        gen[0] = (char)('1' + r[0] % 9);
+        gen[12] = 0;
+        id = gen;
+    }
+    if (strlen(id) != 12 || strspn(id, "0123456789") != 12 || !strcmp(id, iam->account)) return FL_ERR_INVALID;
+    fl_iam_principal_t p = { 0 };
+    fl_strlcpy(p.kind, "account", sizeof p.kind);
+    fl_strlcpy(p.name, id, sizeof p.name);
+    snprintf(p.arn, sizeof p.arn, "arn:aws:iam::%s:root", id);
+    fl_strlcpy(p.id, id, sizeof p.id);
+    p.doc = "";
+    fl_err_t e = fl_catalog_principal_create(iam->cat, &p);
+    if (e) return e;
+    fl_strlcpy(id_out, id, 16);
+    e = fl_iam_new_key(iam, id, "root", "", k, secret_out);
+    if (!e) e = fl_catalog_key_create(iam->cat, k);
+    return e;
+}
+
+fl_err_t fl_iam_account_list(fl_iam_t *iam, fl_iam_principal_t **out, size_t *n)
+{
+    return fl_catalog_principal_list(iam->cat, "", "account", out, n);
+}
+
+bool fl_iam_account_exists(fl_iam_t *iam, const char *account)
+{
+    if (!strcmp(account, iam->account)) return true;
+    fl_iam_principal_t p;
+    if (fl_catalog_principal_get(iam->cat, "", "account", account, &p) != FL_OK) return false;
+    free(p.doc);
+    return true;
+}

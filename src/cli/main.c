@@ -14,6 +14,7 @@ static const struct {
     { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
     { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (compaction, snapshot expiry)" },
+    { "admin", fl_cmd_admin, "accounts and their first keys (on the data directory)" },
 };
 
 static void usage(FILE *f)
