@@ -129,6 +129,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
     fl_iam_who_t who = { 0 };
+    bool writing = false;
     bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
 
     /* the head */
@@ -205,6 +206,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             }
             r.who = &who;
         }
+        if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+            /* a write may change what identities and policies say: see fl_iam_write_begin */
+            fl_iam_write_begin(cfg->iam);
+            writing = true;
+        }
         if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts")) {
             fl_iam_api_handle(&r);
             goto out;
@@ -223,6 +229,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         fl_iam_audit(r.who, "write", fl_http_op(c), res, NULL, detail);
     }
 out:
+    if (writing) fl_iam_write_end(cfg->iam);
     fl_iam_who_free(&who);
     fl_buf_free(&body);
 }

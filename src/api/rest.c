@@ -1160,7 +1160,7 @@ static bool may(rctx_t *x, const char *actions, const fl_tbucket_t *b, const cha
         p += l + (p[l] == ',');
     }
     fl_table_t t;
-    bool have = table_level && ns && name && fl_catalog_table_get(x->sc->cat, b->name, ns, name, &t) == FL_OK;
+    bool have = table_level && ns && name && fl_iam_table(x->cfg->iam, b->name, ns, name, &t);
     fl_iam_target_t tg = { .bucket = b, .table = have ? &t : NULL, .ns = ns, .name = name,
                            .table_level = table_level };
     char msg[FL_ARN_MAX * 3 + 128];

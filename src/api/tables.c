@@ -1849,7 +1849,6 @@ static bool authorize(treq_t *t, const char *op)
     if (!who || !t->cfg->iam) return true;
     char action[96], res[FL_ARN_MAX + 16], bucket[64], tid[40];
     const char *owner = who->account, *ns = NULL, *tname = NULL; /* no bucket named: the caller's own account */
-    char *pols[2] = { NULL, NULL };
     fl_tbucket_t b;
     fl_table_t tb;
     snprintf(action, sizeof action, "s3tables:%s", op);
@@ -1868,36 +1867,21 @@ static bool authorize(treq_t *t, const char *op)
         if (t->ncap >= 3 && strncmp(t->r->path, "/namespaces/", 12)) tname = t->cap[2];
     }
     tid[0] = 0;
+    fl_iam_target_t tg = { .resource = res, .owner = owner, .ns = ns, .name = tname };
     if (barn && fl_arn_resolve(&t->sc->scope, barn, bucket, tid) == FL_ARN_OURS &&
         fl_catalog_bucket_get(t->cat, bucket, &b) == FL_OK) {
-        owner = b.owner;
-        fl_strlcpy(res, b.arn, sizeof res);
-        fl_catalog_doc_get(t->cat, b.arn, "policy", &pols[0]);
         bool have_table = false;
         if (tid[0]) have_table = fl_catalog_table_get_by_arn(t->cat, barn, &tb) == FL_OK;
-        else if (ns && tname) have_table = fl_catalog_table_get(t->cat, b.name, ns, tname, &tb) == FL_OK;
-        if (have_table) {
-            fl_strlcpy(res, tb.arn, sizeof res);
-            fl_catalog_doc_get(t->cat, tb.arn, "policy", &pols[1]);
-            ns = tb.ns;
-            tname = tb.name;
-        } else if (tname) {
-            snprintf(res, sizeof res, "%s/table/*", b.arn);
-        }
+        else if (ns && tname) have_table = fl_iam_table(t->cfg->iam, b.name, ns, tname, &tb);
+        tg = (fl_iam_target_t){ .bucket = &b, .table = have_table ? &tb : NULL, .ns = ns, .name = tname,
+                                .table_level = tname != NULL };
     } else if (barn) {
         return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
     }
-    char ip[64];
-    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip),
-                            .ns = ns, .table_name = tname };
-    fl_authz_out_t o;
-    fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
-    free(pols[0]);
-    free(pols[1]);
-    if (o.allowed) return true;
-    fl_iam_audit(who, "deny", action, res, &o, NULL);
-    fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
-         action, res, o.reason);
+    const char *acts[1] = { action };
+    char msg[FL_ARN_MAX * 3 + 128];
+    if (fl_iam_check(t->cfg->iam, who, acts, 1, &tg, fl_http_peer(t->r->c), msg, sizeof msg)) return true;
+    fail(t, "AccessDeniedException", "%s", msg);
     return false;
 }
 

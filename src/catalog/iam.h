@@ -113,6 +113,24 @@ fl_err_t fl_iam_account_list(fl_iam_t *iam, fl_iam_principal_t **out, size_t *n)
 /* True if account is the server's own or a stored one. */
 bool fl_iam_account_exists(fl_iam_t *iam, const char *account);
 
+/* Something identities, policies or table names/ARNs depend on changed
+ * through this node: cached keys, parsed policies and lookups are reloaded.
+ * A write request brackets its handler with write_begin/write_end (the
+ * catalog port does it for every authenticated non-GET/HEAD request): what is
+ * cached before it is dropped, nothing loaded while it runs is kept, so the
+ * request that follows its response sees what it wrote. Changes made
+ * elsewhere (another node on the same store, floe admin) are seen within
+ * FL_IAM_CACHE_TTL_MS. Any thread. */
+void fl_iam_changed(fl_iam_t *iam);
+void fl_iam_write_begin(fl_iam_t *iam);
+void fl_iam_write_end(fl_iam_t *iam);
+
+/* The table whose warehouse bucket is wb ("{id}--table-s3") and its table
+ * bucket, cached (see fl_iam_changed). False when none. Any thread. */
+bool fl_iam_warehouse(fl_iam_t *iam, const char *wb, fl_table_t *t, fl_tbucket_t *b);
+/* The table or view (bucket, ns, name), cached; false when none. */
+bool fl_iam_table(fl_iam_t *iam, const char *bucket, const char *ns, const char *name, fl_table_t *t);
+
 /* Seals a secret for storage (out: 256 bytes) / opens it (out: 128 bytes). */
 fl_err_t fl_iam_seal(fl_iam_t *iam, const char *secret, char *out);
 fl_err_t fl_iam_unseal(fl_iam_t *iam, const char *sealed, char *out);
