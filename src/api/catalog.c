@@ -160,6 +160,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         vc.oss_resource_len = resource.ptr ? resource.len : 1;
     }
     fl_iam_who_t who = { 0 };
+    bool writing = false;
 
     /* the head */
     if (!signed_req && !cfg->insecure_no_auth) {
@@ -244,6 +245,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             }
             r.who = &who;
         }
+        if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+            /* a write may change what identities and policies say: see fl_iam_write_begin */
+            fl_iam_write_begin(cfg->iam);
+            writing = true;
+        }
         if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts")) {
             fl_iam_api_handle(&r);
             goto out;
@@ -263,6 +269,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
 out:
     fl_buf_free(&resource);
+    if (writing) fl_iam_write_end(cfg->iam);
     fl_iam_who_free(&who);
     fl_buf_free(&body);
 }

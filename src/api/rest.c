@@ -41,6 +41,8 @@ typedef struct rctx {
     const fl_tablesvc_cfg_t *sc;  /* the service's stores and ARN scope */
     bool head;
     char bucket[64];
+    char prefix_account[40]; /* the account the prefix ARN names */
+    char owner[64];          /* the bucket's owner account */
     char ns[FL_NAME_MAX];
     char name[FL_NAME_MAX];
     json_t *body;          /* parsed request body (owned) */
@@ -385,7 +387,7 @@ static void h_create_ns(rctx_t *x)
     memset(&ns, 0, sizeof ns);
     snprintf(ns.bucket, sizeof ns.bucket, "%s", x->bucket);
     snprintf(ns.name, sizeof ns.name, "%s", name);
-    snprintf(ns.owner, sizeof ns.owner, "%s", x->sc->scope.account ? x->sc->scope.account : "");
+    snprintf(ns.owner, sizeof ns.owner, "%s", x->owner[0] ? x->owner : x->sc->scope.account ? x->sc->scope.account : "");
     snprintf(ns.created_by, sizeof ns.created_by, "%s", x->r->principal);
     ns.properties = json_dumps(props, JSON_COMPACT);
     fl_err_t e = fl_catalog_ns_create(x->sc->cat, &ns);
@@ -1158,7 +1160,7 @@ static bool may(rctx_t *x, const char *actions, const fl_tbucket_t *b, const cha
         p += l + (p[l] == ',');
     }
     fl_table_t t;
-    bool have = table_level && ns && name && fl_catalog_table_get(x->sc->cat, b->name, ns, name, &t) == FL_OK;
+    bool have = table_level && ns && name && fl_iam_table(x->cfg->iam, b->name, ns, name, &t);
     fl_iam_target_t tg = { .bucket = b, .table = have ? &t : NULL, .ns = ns, .name = name,
                            .table_level = table_level };
     char msg[FL_ARN_MAX * 3 + 128];
@@ -1232,6 +1234,10 @@ static void h_config(rctx_t *x)
     fl_tbucket_t b;
     if (m != FL_ARN_OURS || fl_catalog_bucket_get(x->sc->cat, bucket, &b) != FL_OK) {
         err(x, 404, "NoSuchWarehouseException", "The specified table bucket does not exist.");
+        return;
+    }
+    if (x->sc->scope.any_account && !fl_arn_in_account(w, b.owner)) {
+        err(x, 403, "ForbiddenException", "The warehouse belongs to another account.");
         return;
     }
     if (!may(x, "GetTableBucket", &b, NULL, NULL, false)) return;
@@ -1390,6 +1396,13 @@ static void dispatch(rctx_t *x)
     fl_arn_match_t m = fl_uri_decode(fl_slice(pre, (size_t)(slash - pre)), false, &arn) == FL_OK &&
                        arn.ptr && strlen(arn.ptr) == arn.len
                            ? fl_arn_resolve(&x->sc->scope, arn.ptr, x->bucket, NULL) : FL_ARN_MALFORMED;
+    if (m == FL_ARN_OURS) {
+        /* the ARN's account: compared with the bucket's owner below */
+        const char *bk = strstr(arn.ptr, ":bucket/"), *a = bk;
+        while (a && a > arn.ptr && a[-1] != ':') a--;
+        if (bk && (size_t)(bk - a) < sizeof x->prefix_account)
+            snprintf(x->prefix_account, sizeof x->prefix_account, "%.*s", (int)(bk - a), a);
+    }
     fl_buf_free(&arn);
     if (m == FL_ARN_OTHER_ACCOUNT || m == FL_ARN_OTHER_REGION) {
         fl_http_set_op(r->c, "restUnknown");
@@ -1413,6 +1426,12 @@ static void dispatch(rctx_t *x)
         else err(x, 500, "ServiceFailureException", fl_err_str(e));
         return;
     }
+    if (x->sc->scope.any_account && strcmp(x->prefix_account, b.owner)) {
+        fl_http_set_op(r->c, "restUnknown");
+        err(x, 403, "ForbiddenException", "The prefix names a table bucket of another account.");
+        return;
+    }
+    snprintf(x->owner, sizeof x->owner, "%s", b.owner);
     if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true, rt->nf_type)) return;
     if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false, rt->nf_type)) return;
     if (!authorize(x, rt, &b)) {

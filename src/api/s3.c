@@ -224,8 +224,7 @@ static bool allowed(s3req_t *r, const char *action, bool write, const char *buck
         snprintf(wh, sizeof wh, "s3://%s", bucket);
         const char *a = !strcmp(action, "DeleteBucket") ? "s3tables:DeleteTable"
                         : write ? "s3tables:PutTableData" : "s3tables:GetTableData";
-        if (fl_catalog_table_get_by_warehouse(cat, wh, &t) == FL_OK &&
-            fl_catalog_bucket_get(cat, t.bucket, &b) == FL_OK) {
+        if (fl_iam_warehouse(iam, bucket, &t, &b)) {
             fl_iam_target_t tg = { .bucket = &b, .table = &t, .table_level = true };
             return fl_iam_check(iam, who, &a, 1, &tg, fl_http_peer(r->c), msg, msglen);
         }

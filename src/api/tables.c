@@ -368,6 +368,10 @@ static bool load_bucket(treq_t *t, const char *arn, fl_tbucket_t *b)
         fail_err(t, e, NULL);
         return false;
     }
+    if (t->sc->scope.any_account && !fl_arn_in_account(arn, b->owner)) {
+        fail(t, "AccessDeniedException", "Access denied: the ARN names another account.");
+        return false;
+    }
     return true;
 }
 
@@ -401,7 +405,16 @@ static bool load_table_arn(treq_t *t, const char *arn, fl_table_t *out)
         fail(t, "BadRequestException", "The specified table ARN is not valid.");
         return false;
     }
-    fl_arn_table(&t->sc->scope, bucket, id, canon);
+    fl_tbucket_t b;
+    if (fl_catalog_bucket_get(t->cat, bucket, &b) != FL_OK) {
+        fail(t, "NotFoundException", "The specified table does not exist.");
+        return false;
+    }
+    if (t->sc->scope.any_account && !fl_arn_in_account(arn, b.owner)) {
+        fail(t, "AccessDeniedException", "Access denied: the ARN names another account.");
+        return false;
+    }
+    if (snprintf(canon, sizeof canon, "%s/table/%s", b.arn, id) >= (int)sizeof canon) canon[0] = 0;
     fl_err_t e = fl_catalog_table_get_by_arn(t->cat, canon, out);
     if (e == FL_ERR_NOT_FOUND && strcmp(canon, arn) != 0) e = fl_catalog_table_get_by_arn(t->cat, arn, out);
     if (!e && (strcmp(out->bucket, bucket) != 0 || strcmp(out->kind, "table") != 0)) e = FL_ERR_NOT_FOUND;
@@ -749,8 +762,10 @@ static void op_create_bucket(treq_t *t)
     fl_tbucket_t b;
     memset(&b, 0, sizeof b);
     fl_strlcpy(b.name, name, sizeof b.name);
-    fl_arn_bucket(&t->sc->scope, name, b.arn);
-    fl_strlcpy(b.owner, t->sc->scope.account, sizeof b.owner);
+    /* the bucket belongs to the caller's account */
+    const char *owner = t->r->who ? t->r->who->account : t->sc->scope.account;
+    fl_arn_bucket_of(&t->sc->scope, owner, name, b.arn);
+    fl_strlcpy(b.owner, owner, sizeof b.owner);
     fl_err_t e = fl_catalog_bucket_create(t->cat, &b);
     if (e == FL_ERR_EXISTS) {
         fail(t, "ConflictException", "The table bucket that you tried to create already exists, and you own it.");
@@ -805,7 +820,8 @@ static void op_list_buckets(treq_t *t)
         fail_err(t, e, NULL);
         return;
     }
-    for (size_t i = 0; i < n; i++) json_array_append_new(list, bucket_json(&bs[i]));
+    for (size_t i = 0; i < n; i++) /* each account sees its own buckets */
+        if (!t->r->who || !strcmp(bs[i].owner, t->r->who->account)) json_array_append_new(list, bucket_json(&bs[i]));
     if (more && n) {
         char *nt = token_encode(bs[n - 1].name, NULL);
         jset_str(res, "continuationToken", nt);
@@ -1230,7 +1246,7 @@ static void op_create_namespace(treq_t *t)
     memset(&ns, 0, sizeof ns);
     fl_strlcpy(ns.bucket, b.name, sizeof ns.bucket);
     fl_strlcpy(ns.name, name, sizeof ns.name);
-    fl_strlcpy(ns.owner, t->sc->scope.account, sizeof ns.owner);
+    fl_strlcpy(ns.owner, b.owner[0] ? b.owner : t->sc->scope.account, sizeof ns.owner);
     fl_strlcpy(ns.created_by, t->r->principal ? t->r->principal : "anonymous", sizeof ns.created_by);
     fl_err_t e = fl_catalog_ns_create(t->cat, &ns);
     if (e == FL_ERR_EXISTS) return fail(t, "ConflictException", "A namespace with the specified name already exists.");
@@ -1870,8 +1886,7 @@ static bool authorize(treq_t *t, const char *op)
     const fl_iam_who_t *who = t->r->who;
     if (!who || !t->cfg->iam) return true;
     char action[96], res[FL_ARN_MAX + 16], bucket[64], tid[40];
-    const char *owner = t->sc->scope.account, *ns = NULL, *tname = NULL;
-    char *pols[2] = { NULL, NULL };
+    const char *owner = who->account, *ns = NULL, *tname = NULL; /* no bucket named: the caller's own account */
     fl_tbucket_t b;
     fl_table_t tb;
     snprintf(action, sizeof action, "s3tables:%s", op);
@@ -1890,36 +1905,21 @@ static bool authorize(treq_t *t, const char *op)
         if (t->ncap >= 3 && strncmp(t->r->path, "/namespaces/", 12)) tname = t->cap[2];
     }
     tid[0] = 0;
+    fl_iam_target_t tg = { .resource = res, .owner = owner, .ns = ns, .name = tname };
     if (barn && fl_arn_resolve(&t->sc->scope, barn, bucket, tid) == FL_ARN_OURS &&
         fl_catalog_bucket_get(t->cat, bucket, &b) == FL_OK) {
-        owner = b.owner;
-        fl_strlcpy(res, b.arn, sizeof res);
-        fl_catalog_doc_get(t->cat, b.arn, "policy", &pols[0]);
         bool have_table = false;
         if (tid[0]) have_table = fl_catalog_table_get_by_arn(t->cat, barn, &tb) == FL_OK;
-        else if (ns && tname) have_table = fl_catalog_table_get(t->cat, b.name, ns, tname, &tb) == FL_OK;
-        if (have_table) {
-            fl_strlcpy(res, tb.arn, sizeof res);
-            fl_catalog_doc_get(t->cat, tb.arn, "policy", &pols[1]);
-            ns = tb.ns;
-            tname = tb.name;
-        } else if (tname) {
-            snprintf(res, sizeof res, "%s/table/*", b.arn);
-        }
+        else if (ns && tname) have_table = fl_iam_table(t->cfg->iam, b.name, ns, tname, &tb);
+        tg = (fl_iam_target_t){ .bucket = &b, .table = have_table ? &tb : NULL, .ns = ns, .name = tname,
+                                .table_level = tname != NULL };
     } else if (barn) {
         return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
     }
-    char ip[64];
-    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip),
-                            .ns = ns, .table_name = tname };
-    fl_authz_out_t o;
-    fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
-    free(pols[0]);
-    free(pols[1]);
-    if (o.allowed) return true;
-    fl_iam_audit(who, "deny", action, res, &o, NULL);
-    fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
-         action, res, o.reason);
+    const char *acts[1] = { action };
+    char msg[FL_ARN_MAX * 3 + 128];
+    if (fl_iam_check(t->cfg->iam, who, acts, 1, &tg, fl_http_peer(t->r->c), msg, sizeof msg)) return true;
+    fail(t, "AccessDeniedException", "%s", msg);
     return false;
 }
 

@@ -4,11 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
-void fl_arn_bucket(const fl_arn_scope_t *s, const char *name, char *out)
+void fl_arn_bucket_of(const fl_arn_scope_t *s, const char *account, const char *name, char *out)
 {
     if (snprintf(out, FL_ARN_MAX, s->aws ? "arn:aws:s3tables:%s:%s:bucket/%s" : "acs:osstables:%s:%s:bucket/%s",
-                 s->region, s->account, name) >= FL_ARN_MAX)
+                 s->region, account, name) >= FL_ARN_MAX)
         out[0] = 0;
+}
+
+void fl_arn_bucket(const fl_arn_scope_t *s, const char *name, char *out)
+{
+    fl_arn_bucket_of(s, s->account, name, out);
 }
 
 void fl_arn_table(const fl_arn_scope_t *s, const char *bucket, const char *id, char *out)
@@ -63,9 +68,23 @@ fl_arn_match_t fl_arn_resolve(const fl_arn_scope_t *s, const char *arn, char *bu
     const char *region = p + 1, *c1 = strchr(region, ':');
     const char *account = c1 ? c1 + 1 : NULL, *c2 = account ? strchr(account, ':') : NULL;
     if (!c2) return FL_ARN_MALFORMED;
-    if (strlen(s->account) != (size_t)(c2 - account) || strncmp(account, s->account, (size_t)(c2 - account)))
+    if (!s->any_account &&
+        (strlen(s->account) != (size_t)(c2 - account) || strncmp(account, s->account, (size_t)(c2 - account))))
         return FL_ARN_OTHER_ACCOUNT;
     if (strlen(s->region) != (size_t)(c1 - region) || strncmp(region, s->region, (size_t)(c1 - region)))
         return FL_ARN_OTHER_REGION;
     return FL_ARN_OURS;
+}
+
+bool fl_arn_in_account(const char *arn, const char *account)
+{
+    char b[64], id[40];
+    if (!arn || !account || !fl_arn_parse(arn, b, id)) return false;
+    /* {head}{region}:{account}:bucket/...: the account is the segment before "bucket/" */
+    const char *bk = strstr(arn, ":bucket/");
+    if (!bk) return false;
+    const char *a = bk;
+    while (a > arn && a[-1] != ':') a--;
+    size_t n = (size_t)(bk - a);
+    return n == strlen(account) && !strncmp(a, account, n);
 }

@@ -15,11 +15,17 @@ typedef struct fl_arn_scope {
     const char *region;   /* e.g. "us-east-1" */
     const char *account;  /* e.g. "000000000000" */
     bool aws;             /* write arn:aws:s3tables:... instead of acs:osstables:... */
+    bool any_account;     /* several accounts live here: fl_arn_resolve accepts any account and
+                           * the caller checks the ARN's account against the bucket's owner
+                           * (fl_arn_in_account) */
 } fl_arn_scope_t;
 
 /* Table-bucket ARN of name in scope s. out holds FL_ARN_MAX bytes; "" when the
  * ARN would not fit. */
 void fl_arn_bucket(const fl_arn_scope_t *s, const char *name, char *out);
+/* Table-bucket ARN of name owned by account (scope s's region and form). */
+void fl_arn_bucket_of(const fl_arn_scope_t *s, const char *account, const char *name, char *out);
+
 /* Table ARN: bucket ARN + "/table/{id}". out holds FL_ARN_MAX bytes; "" when too long. */
 void fl_arn_table(const fl_arn_scope_t *s, const char *bucket, const char *id, char *out);
 
@@ -41,4 +47,6 @@ typedef enum fl_arn_match {
  * The account is compared before the region. arn NULL is FL_ARN_MALFORMED. */
 fl_arn_match_t fl_arn_resolve(const fl_arn_scope_t *s, const char *arn, char *bucket_out,
                               char *table_id_out);
+/* True if a well-formed table-bucket/table ARN names account (12 digits). */
+bool fl_arn_in_account(const char *arn, const char *account);
 #endif

@@ -801,13 +801,10 @@ static bool stmt_applies(const fl_policy_t *p, const stmt_t *s, const fl_policy_
     return true;
 }
 
-fl_policy_effect_t fl_policy_eval(const fl_policy_t *p, const fl_policy_ctx_t *ctx, const char **sid)
+/* fl_policy_eval with the action already lower-cased and the resource in canonical form. */
+static fl_policy_effect_t eval_prepared(const fl_policy_t *p, const fl_policy_ctx_t *ctx, const char *action,
+                                        const char *res, const char **sid)
 {
-    if (!p || !ctx->action) return FL_POLICY_NONE;
-    char action[256], rbuf[FL_POLICY_MAX_STRING + 32];
-    fl_strlcpy(action, ctx->action, sizeof action);
-    lower(action);
-    const char *res = canon_arn(ctx->resource ? ctx->resource : "*", rbuf, sizeof rbuf);
     fl_policy_effect_t best = FL_POLICY_NONE;
     for (size_t i = 0; i < p->n; i++) {
         const stmt_t *s = &p->st[i];
@@ -818,6 +815,40 @@ fl_policy_effect_t fl_policy_eval(const fl_policy_t *p, const fl_policy_ctx_t *c
         if (s->deny) break;
     }
     return best;
+}
+
+/* The request's action (lower-cased) and resource (canonical), computed once per decision. */
+typedef struct prepared {
+    char action[256];
+    char rbuf[FL_POLICY_MAX_STRING + 32];
+    const char *res;
+} prepared_t;
+
+static void prepare(const fl_policy_ctx_t *ctx, prepared_t *pr)
+{
+    fl_strlcpy(pr->action, ctx->action, sizeof pr->action);
+    lower(pr->action);
+    pr->res = canon_arn(ctx->resource ? ctx->resource : "*", pr->rbuf, sizeof pr->rbuf);
+}
+
+fl_policy_effect_t fl_policy_eval(const fl_policy_t *p, const fl_policy_ctx_t *ctx, const char **sid)
+{
+    if (!p || !ctx->action) return FL_POLICY_NONE;
+    prepared_t pr;
+    prepare(ctx, &pr);
+    return eval_prepared(p, ctx, pr.action, pr.res, sid);
+}
+
+bool fl_policy_mentions(const fl_policy_t *p, const char *action)
+{
+    char a[256];
+    fl_strlcpy(a, action, sizeof a);
+    lower(a);
+    for (size_t i = 0; i < p->n; i++) {
+        const stmt_t *s = &p->st[i];
+        if (s->not_action || action_matches(s, a)) return true;
+    }
+    return false;
 }
 
 bool fl_policy_action_same_account_only(const char *action)
@@ -848,9 +879,12 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
         return;
     }
     const char *sid = "", *id_sid = "", *res_sid = "";
+    if (!ctx->action) return;
+    prepared_t pr;
+    prepare(ctx, &pr);
     bool id_allow = in->principal_is_root, res_allow = false, sess_allow = in->session == NULL;
     for (size_t i = 0; i < in->nidentity; i++) {
-        fl_policy_effect_t e = fl_policy_eval(in->identity[i], ctx, &sid);
+        fl_policy_effect_t e = eval_prepared(in->identity[i], ctx, pr.action, pr.res, &sid);
         if (e == FL_POLICY_DENY) {
             *out = (fl_authz_out_t){ false, "explicit deny", sid, "identity" };
             return;
@@ -858,7 +892,7 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
         if (e == FL_POLICY_ALLOW && !id_allow) id_allow = true, id_sid = sid;
     }
     if (in->session) {
-        fl_policy_effect_t e = fl_policy_eval(in->session, ctx, &sid);
+        fl_policy_effect_t e = eval_prepared(in->session, ctx, pr.action, pr.res, &sid);
         if (e == FL_POLICY_DENY) {
             *out = (fl_authz_out_t){ false, "explicit deny", sid, "session" };
             return;
@@ -867,7 +901,7 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
     }
     for (size_t i = 0; i < in->nresource; i++) {
         if (!in->resource[i]) continue;
-        fl_policy_effect_t e = fl_policy_eval(in->resource[i], ctx, &sid);
+        fl_policy_effect_t e = eval_prepared(in->resource[i], ctx, pr.action, pr.res, &sid);
         if (e == FL_POLICY_DENY) {
             *out = (fl_authz_out_t){ false, "explicit deny", sid, "resource" };
             return;

@@ -67,6 +67,11 @@ typedef enum fl_policy_effect {
  * also require the statement's Principal to match. */
 fl_policy_effect_t fl_policy_eval(const fl_policy_t *p, const fl_policy_ctx_t *ctx, const char **sid);
 
+/* False when no statement of p can apply to action, whatever the resource,
+ * principal and conditions (its Action lists never match it; a NotAction
+ * statement may always apply). For indexing policies by action. */
+bool fl_policy_mentions(const fl_policy_t *p, const char *action);
+
 /* True when a principal of another account may never be granted action
  * (the source document's "Cross-Account Access: Not allowed" rows). action is
  * "service:Name"; the name is compared case-insensitively. */

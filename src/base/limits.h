@@ -95,6 +95,9 @@
 #define FL_IAM_SESSION_DEFAULT_S   3600
 #define FL_IAM_SESSION_MAX_S       43200
 #define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
+#define FL_IAM_CACHE_TTL_MS        1000    /* keys, parsed policies, table lookups cached per node this long
+                                            * (a change through this node's API invalidates at once) */
+#define FL_IAM_CACHE_SLOTS         1024    /* entries of that cache (direct-mapped) */
 
 /* floe sink: the Kafka records are sized by the broker's message.max.bytes; these bound
  * what one record may cost floe beyond that. */

@@ -3,11 +3,15 @@
 #include "catalog/iam.h"
 #include "base/buf.h"
 #include "base/checksum.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
 #include <jansson.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -20,12 +24,99 @@
 
 #define TOUCH_EVERY_MS 60000  /* last-used is written at most once a minute per key */
 
+/* ---- the cache: direct-mapped slots of reference-counted immutable values,
+ * valid while their generation is current and younger than
+ * FL_IAM_CACHE_TTL_MS. fl_iam_changed (any write through this node's
+ * catalog port) moves the generation on; the TTL bounds how long a change
+ * made elsewhere (another node on the same store, floe admin) goes unseen. */
+typedef struct cval {
+    atomic_int ref;
+    void (*dtor)(struct cval *);
+} cval_t;
+
+typedef struct cslot {
+    char *key;
+    uint64_t gen;
+    int64_t at_ms;
+    cval_t *v;
+} cslot_t;
+
 struct fl_iam {
     fl_catalog_t *cat;
     const fl_keys_t *root;
     char account[40];
     unsigned char key[32];
+    pthread_mutex_t mu;
+    atomic_uint_fast64_t gen;
+    atomic_int writers;       /* writes in flight on this node: nothing loaded meanwhile is kept */
+    cslot_t slots[FL_IAM_CACHE_SLOTS];
 };
+
+static void cval_put(cval_t *v)
+{
+    if (v && atomic_fetch_sub(&v->ref, 1) == 1) v->dtor(v);
+}
+
+static cslot_t *slot_of(fl_iam_t *iam, const char *key)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 1099511628211ULL;
+    return &iam->slots[h % FL_IAM_CACHE_SLOTS];
+}
+
+/* A held reference (release with cval_put) to key's current value, or NULL. */
+static cval_t *cache_get(fl_iam_t *iam, const char *key)
+{
+    cslot_t *s = slot_of(iam, key);
+    cval_t *v = NULL;
+    int64_t now = fl_now_ms();
+    pthread_mutex_lock(&iam->mu);
+    if (s->v && s->gen == atomic_load(&iam->gen) && now - s->at_ms < FL_IAM_CACHE_TTL_MS && !strcmp(s->key, key)) {
+        v = s->v;
+        atomic_fetch_add(&v->ref, 1);
+    }
+    pthread_mutex_unlock(&iam->mu);
+    return v;
+}
+
+/* Stores v (the cache takes its own reference) as loaded at generation gen,
+ * unless a write began or ended since (or is in flight): it may be stale. */
+static void cache_put(fl_iam_t *iam, const char *key, cval_t *v, uint64_t gen)
+{
+    if (atomic_load(&iam->writers) > 0 || atomic_load(&iam->gen) != gen) return;
+    cslot_t *s = slot_of(iam, key);
+    char *k = fl_strdup(key);
+    atomic_fetch_add(&v->ref, 1);
+    pthread_mutex_lock(&iam->mu);
+    cval_t *old = s->v;
+    char *oldk = s->key;
+    s->key = k;
+    s->v = v;
+    s->gen = gen;
+    s->at_ms = fl_now_ms();
+    pthread_mutex_unlock(&iam->mu);
+    cval_put(old);
+    free(oldk);
+}
+
+void fl_iam_changed(fl_iam_t *iam)
+{
+    if (iam) atomic_fetch_add(&iam->gen, 1);
+}
+
+void fl_iam_write_begin(fl_iam_t *iam)
+{
+    if (!iam) return;
+    atomic_fetch_add(&iam->writers, 1);
+    atomic_fetch_add(&iam->gen, 1);
+}
+
+void fl_iam_write_end(fl_iam_t *iam)
+{
+    if (!iam) return;
+    atomic_fetch_add(&iam->gen, 1);
+    atomic_fetch_sub(&iam->writers, 1);
+}
 
 static bool master_key(const char *dir, unsigned char key[32])
 {
@@ -56,6 +147,7 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *
     fl_iam_t *iam = fl_calloc(1, sizeof *iam);
     iam->cat = cat;
     iam->root = root;
+    pthread_mutex_init(&iam->mu, NULL);
     fl_strlcpy(iam->account, account, sizeof iam->account);
     if (!master_key(data_dir, iam->key)) {
         free(iam);
@@ -67,6 +159,11 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *
 void fl_iam_close(fl_iam_t *iam)
 {
     if (!iam) return;
+    for (size_t i = 0; i < FL_IAM_CACHE_SLOTS; i++) {
+        cval_put(iam->slots[i].v);
+        free(iam->slots[i].key);
+    }
+    pthread_mutex_destroy(&iam->mu);
     OPENSSL_cleanse(iam->key, sizeof iam->key);
     free(iam);
 }
@@ -136,15 +233,55 @@ fl_err_t fl_iam_new_key(fl_iam_t *iam, const char *account, const char *kind, co
     return fl_iam_seal(iam, secret_out, k->secret);
 }
 
+/* A stored access key with its secret opened, cached. */
+typedef struct keyval {
+    cval_t c;
+    fl_iam_key_t k;
+    char secret[128];
+    atomic_llong touched;   /* last time the store's last-used was written */
+} keyval_t;
+
+static void keyval_dtor(cval_t *c)
+{
+    keyval_t *v = (keyval_t *)c;
+    OPENSSL_cleanse(v->secret, sizeof v->secret);
+    free(v->k.session_policy);
+    free(v);
+}
+
+/* The key akid (a held reference), or NULL when unknown or unreadable. */
+static keyval_t *key_load(fl_iam_t *iam, const char *akid)
+{
+    char ck[200];
+    snprintf(ck, sizeof ck, "key\x1f%s", akid);
+    cval_t *c = cache_get(iam, ck);
+    if (c) return (keyval_t *)c;
+    uint64_t gen = atomic_load(&iam->gen);
+    keyval_t *v = fl_calloc(1, sizeof *v);
+    v->c.dtor = keyval_dtor;
+    atomic_init(&v->c.ref, 1);
+    if (fl_catalog_key_get(iam->cat, akid, &v->k) != FL_OK) {
+        free(v);
+        return NULL;
+    }
+    if (fl_iam_unseal(iam, v->k.secret, v->secret) != FL_OK) {
+        keyval_dtor(&v->c);
+        return NULL;
+    }
+    atomic_init(&v->touched, v->k.last_used_ms);
+    cache_put(iam, ck, &v->c, gen);
+    return v;
+}
+
 bool fl_iam_lookup(void *ud, const char *akid, char *secret_out)
 {
     fl_iam_t *iam = ud;
     if (fl_keys_lookup((void *)iam->root, akid, secret_out)) return true;
-    fl_iam_key_t k;
-    if (fl_catalog_key_get(iam->cat, akid, &k) != FL_OK) return false;
-    bool ok = !strcmp(k.status, "Active") && (!k.expires_ms || k.expires_ms > fl_now_ms()) &&
-              fl_iam_unseal(iam, k.secret, secret_out) == FL_OK;
-    free(k.session_policy);
+    keyval_t *v = key_load(iam, akid);
+    if (!v) return false;
+    bool ok = !strcmp(v->k.status, "Active") && (!v->k.expires_ms || v->k.expires_ms > fl_now_ms());
+    if (ok) memcpy(secret_out, v->secret, strlen(v->secret) + 1);
+    cval_put(&v->c);
     return ok;
 }
 
@@ -166,11 +303,12 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         who->root = true;
         return FL_OK;
     }
-    fl_iam_key_t k;
-    if (fl_catalog_key_get(iam->cat, akid, &k) != FL_OK) {
+    keyval_t *kv = key_load(iam, akid);
+    if (!kv) {
         snprintf(msg, 128, "The security token included in the request is invalid.");
         return FL_ERR_AUTH;
     }
+    const fl_iam_key_t k = kv->k; /* a shallow copy: session_policy stays kv's */
     fl_err_t err = FL_ERR_AUTH;
     int64_t now = fl_now_ms();
     if (strcmp(k.status, "Active")) {
@@ -213,10 +351,12 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         snprintf(who->arn, sizeof who->arn, "arn:aws:iam::%s:user/%s", k.account, k.name);
         fl_strlcpy(who->principal_arn, who->arn, sizeof who->principal_arn);
     }
-    if (now - k.last_used_ms > TOUCH_EVERY_MS) fl_catalog_key_touch(iam->cat, akid, now);
+    long long last = atomic_load(&kv->touched);
+    if (now - last > TOUCH_EVERY_MS && atomic_compare_exchange_strong(&kv->touched, &last, now))
+        fl_catalog_key_touch(iam->cat, akid, now);
     err = FL_OK;
 out:
-    free(k.session_policy);
+    cval_put(&kv->c);
     return err;
 }
 
@@ -240,22 +380,81 @@ static size_t parse_all(char **texts, size_t n, fl_policy_kind_t kind, fl_policy
     return m;
 }
 
-/* Every policy one decision needs, parsed: the caller's identity policies
- * (inline and attached), its session policy, the resource policies. */
-typedef struct polset {
-    fl_policy_t **id, **res, *sess;
-    size_t nid, nres;
-} polset_t;
+/* A parsed, immutable set of policies, cached, with a memo of which of them
+ * can apply to an action (so a decision reads only those: its cost does not
+ * grow with policies about other actions). */
+#define MEMO_ACTIONS 64
+typedef struct memo {
+    char action[96];
+    unsigned short *idx;
+    size_t n;
+} memo_t;
 
-static void polset_load(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *resource_policies, size_t n,
-                        polset_t *ps)
+typedef struct polval {
+    cval_t c;
+    fl_policy_t **p;
+    size_t n;
+    pthread_mutex_t mu;
+    memo_t memo[MEMO_ACTIONS];
+    size_t nmemo;
+} polval_t;
+
+static void polval_dtor(cval_t *c)
 {
+    polval_t *v = (polval_t *)c;
+    for (size_t i = 0; i < v->n; i++) fl_policy_free(v->p[i]);
+    for (size_t i = 0; i < v->nmemo; i++) free(v->memo[i].idx);
+    pthread_mutex_destroy(&v->mu);
+    free(v->p);
+    free(v);
+}
+
+/* v's policies that can apply to action, into out (cap entries); returns how
+ * many, or SIZE_MAX when they do not fit (then use them all). */
+static size_t polval_for(polval_t *v, const char *action, const fl_policy_t **out, size_t cap)
+{
+    size_t n = SIZE_MAX;
+    pthread_mutex_lock(&v->mu);
+    memo_t *m = NULL;
+    for (size_t i = 0; i < v->nmemo && !m; i++)
+        if (!strcmp(v->memo[i].action, action)) m = &v->memo[i];
+    if (!m && v->nmemo < MEMO_ACTIONS && strlen(action) < sizeof m->action && v->n < 65536) {
+        m = &v->memo[v->nmemo++];
+        fl_strlcpy(m->action, action, sizeof m->action);
+        m->idx = fl_calloc(v->n + 1, sizeof *m->idx);
+        for (size_t i = 0; i < v->n; i++)
+            if (fl_policy_mentions(v->p[i], action)) m->idx[m->n++] = (unsigned short)i;
+    }
+    if (m && m->n <= cap) {
+        for (size_t i = 0; i < m->n; i++) out[i] = v->p[m->idx[i]];
+        n = m->n;
+    }
+    pthread_mutex_unlock(&v->mu);
+    return n;
+}
+
+static polval_t *polval_new(fl_policy_t **p, size_t n)
+{
+    polval_t *v = fl_calloc(1, sizeof *v);
+    v->c.dtor = polval_dtor;
+    atomic_init(&v->c.ref, 1);
+    pthread_mutex_init(&v->mu, NULL);
+    v->p = p;
+    v->n = n;
+    return v;
+}
+
+/* The identity policies (inline and attached) of (account, kind, name). */
+static polval_t *identity_set(fl_iam_t *iam, const char *account, const char *kind, const char *name)
+{
+    char ck[400];
+    snprintf(ck, sizeof ck, "id\x1f%s\x1f%s\x1f%s", account, kind, name);
+    cval_t *c = cache_get(iam, ck);
+    if (c) return (polval_t *)c;
+    uint64_t gen = atomic_load(&iam->gen);
     char **names = NULL, **docs = NULL;
     size_t nd = 0;
-    memset(ps, 0, sizeof *ps);
-    if (!who->root)
-        fl_catalog_iam_policy_list(iam->cat, who->account, !strcmp(who->kind, "session") ? "role" : who->kind,
-                                   who->name, NULL, &names, &docs, &nd);
+    fl_catalog_iam_policy_list(iam->cat, account, kind, name, NULL, &names, &docs, &nd);
     /* attached managed policies: a name "arn:..." whose document is the policy row's */
     for (size_t i = 0; i < nd; i++) {
         if (strncmp(names[i], "arn:", 4)) continue;
@@ -263,33 +462,85 @@ static void polset_load(fl_iam_t *iam, const fl_iam_who_t *who, const char *cons
         fl_iam_principal_t mp;
         free(docs[i]);
         docs[i] = NULL;
-        if (slash && fl_catalog_principal_get(iam->cat, who->account, "policy", slash + 1, &mp) == FL_OK)
-            docs[i] = mp.doc;
+        if (slash && fl_catalog_principal_get(iam->cat, account, "policy", slash + 1, &mp) == FL_OK) docs[i] = mp.doc;
     }
-    ps->id = fl_calloc(nd + 1, sizeof *ps->id);
-    ps->res = fl_calloc(n + 1, sizeof *ps->res);
-    ps->nid = parse_all(docs, nd, FL_POLICY_IDENTITY, ps->id);
-    ps->nres = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, ps->res);
-    if (who->session_policy) {
-        char err[256];
-        ps->sess = fl_policy_parse(who->session_policy, strlen(who->session_policy), FL_POLICY_IDENTITY, err,
-                                   sizeof err);
-    }
+    fl_policy_t **p = fl_calloc(nd + 1, sizeof *p);
+    polval_t *v = polval_new(p, parse_all(docs, nd, FL_POLICY_IDENTITY, p));
     for (size_t i = 0; i < nd; i++) {
         free(names[i]);
         free(docs[i]);
     }
     free(names);
     free(docs);
+    cache_put(iam, ck, &v->c, gen);
+    return v;
+}
+
+/* The resource policy attached to arn (none: an empty set). */
+static polval_t *resource_set(fl_iam_t *iam, const char *arn)
+{
+    char ck[FL_ARN_MAX + 8];
+    snprintf(ck, sizeof ck, "res\x1f%s", arn);
+    cval_t *c = cache_get(iam, ck);
+    if (c) return (polval_t *)c;
+    uint64_t gen = atomic_load(&iam->gen);
+    char *doc = NULL;
+    fl_catalog_doc_get(iam->cat, arn, "policy", &doc);
+    fl_policy_t **p = fl_calloc(2, sizeof *p);
+    polval_t *v = polval_new(p, parse_all(&doc, 1, FL_POLICY_RESOURCE, p));
+    free(doc);
+    cache_put(iam, ck, &v->c, gen);
+    return v;
+}
+
+/* A session's policy. One that no longer parses denies everything (fails closed). */
+static polval_t *session_set(fl_iam_t *iam, const fl_iam_who_t *who)
+{
+    static const char deny_all[] =
+        "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Deny\",\"Action\":\"*\",\"Resource\":\"*\"}]}";
+    char ck[200], err[256];
+    snprintf(ck, sizeof ck, "sess\x1f%s", who->akid);
+    cval_t *c = cache_get(iam, ck);
+    if (c) return (polval_t *)c;
+    uint64_t gen = atomic_load(&iam->gen);
+    fl_policy_t **p = fl_calloc(1, sizeof *p);
+    p[0] = fl_policy_parse(who->session_policy, strlen(who->session_policy), FL_POLICY_IDENTITY, err, sizeof err);
+    if (!p[0]) {
+        fl_warn("session %s: its policy no longer parses (%s); it denies everything", who->akid, err);
+        p[0] = fl_policy_parse(deny_all, sizeof deny_all - 1, FL_POLICY_IDENTITY, err, sizeof err);
+    }
+    polval_t *v = polval_new(p, p[0] ? 1 : 0);
+    cache_put(iam, ck, &v->c, gen);
+    return v;
+}
+
+/* Every policy one decision needs: the caller's identity policies, its
+ * session policy, up to 3 resource policies (held references). */
+typedef struct polset {
+    polval_t *id, *sess, *res[3];
+    size_t nres;
+    const fl_policy_t *resp[8];
+    size_t nresp;
+} polset_t;
+
+static void polset_load(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *resource_arns, size_t n,
+                        polset_t *ps)
+{
+    memset(ps, 0, sizeof *ps);
+    if (!who->root)
+        ps->id = identity_set(iam, who->account, !strcmp(who->kind, "session") ? "role" : who->kind, who->name);
+    if (who->session_policy) ps->sess = session_set(iam, who);
+    for (size_t i = 0; i < n && ps->nres < 3; i++)
+        if (resource_arns[i] && resource_arns[i][0]) ps->res[ps->nres++] = resource_set(iam, resource_arns[i]);
+    for (size_t i = 0; i < ps->nres; i++)
+        for (size_t j = 0; j < ps->res[i]->n && ps->nresp < 7; j++) ps->resp[ps->nresp++] = ps->res[i]->p[j];
 }
 
 static void polset_free(polset_t *ps)
 {
-    for (size_t i = 0; i < ps->nid; i++) fl_policy_free(ps->id[i]);
-    for (size_t i = 0; i < ps->nres; i++) fl_policy_free(ps->res[i]);
-    fl_policy_free(ps->sess);
-    free(ps->id);
-    free(ps->res);
+    cval_put(ps->id ? &ps->id->c : NULL);
+    cval_put(ps->sess ? &ps->sess->c : NULL);
+    for (size_t i = 0; i < ps->nres; i++) cval_put(&ps->res[i]->c);
 }
 
 static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy_ctx_t *ctx,
@@ -299,12 +550,19 @@ static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy
     ctx->principal_account = who->account;
     ctx->username = !strcmp(who->kind, "user") ? who->name : NULL;
     if (!ctx->now_ms) ctx->now_ms = fl_now_ms();
+    const fl_policy_t *idp[64];
+    const fl_policy_t *const *ids = ps->id ? (const fl_policy_t *const *)ps->id->p : NULL;
+    size_t nids = ps->id ? ps->id->n : 0;
+    if (ps->id && ctx->action) {
+        size_t m = polval_for(ps->id, ctx->action, idp, 64);
+        if (m != SIZE_MAX) ids = idp, nids = m;
+    }
     fl_authz_in_t in = { .ctx = ctx, .principal_is_root = who->root, .resource_account = resource_account,
-                         .identity = (const fl_policy_t *const *)ps->id, .nidentity = ps->nid,
-                         .session = ps->sess, .resource = (const fl_policy_t *const *)ps->res,
-                         .nresource = ps->nres };
+                         .identity = ids, .nidentity = nids,
+                         .session = ps->sess && ps->sess->n ? ps->sess->p[0] : NULL,
+                         .resource = ps->resp, .nresource = ps->nresp };
     fl_authz_decide(&in, out);
-    /* out->sid is borrowed from a policy the caller frees: keep a copy */
+    /* out->sid is borrowed from a policy the caller releases: keep a copy */
     fl_strlcpy(sid, out->sid ? out->sid : "", sidlen);
     out->sid = sid;
 }
@@ -314,9 +572,15 @@ void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *c
 {
     static __thread char sid[260];
     polset_t ps;
-    polset_load(iam, who, resource_policies, n, &ps);
+    polset_load(iam, who, NULL, 0, &ps);
+    /* resource policies given as texts (not cached) */
+    fl_policy_t **extra = fl_calloc(n + 1, sizeof *extra);
+    size_t ne = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, extra);
+    for (size_t i = 0; i < ne && ps.nresp < 8; i++) ps.resp[ps.nresp++] = extra[i];
     polset_decide(&ps, who, ctx, resource_account, out, sid, sizeof sid);
     polset_free(&ps);
+    for (size_t i = 0; i < ne; i++) fl_policy_free(extra[i]);
+    free(extra);
 }
 
 const char *fl_iam_source_ip(const char *peer, char out[64])
@@ -361,7 +625,7 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
                   const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen)
 {
     char res[FL_ARN_MAX + 16], sid[260], ip[64];
-    char *pols[2] = { NULL, NULL };
+    const char *arns[2] = { NULL, NULL };
     const char *owner = tg->owner;
     if (tg->table) fl_strlcpy(res, tg->table->arn, sizeof res);
     else if (tg->bucket && tg->table_level) snprintf(res, sizeof res, "%s/table/*", tg->bucket->arn);
@@ -369,13 +633,11 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
     else fl_strlcpy(res, tg->resource ? tg->resource : "*", sizeof res);
     if (tg->bucket) {
         owner = tg->bucket->owner;
-        fl_catalog_doc_get(iam->cat, tg->bucket->arn, "policy", &pols[0]);
+        arns[0] = tg->bucket->arn;
     }
-    if (tg->table) fl_catalog_doc_get(iam->cat, tg->table->arn, "policy", &pols[1]);
+    if (tg->table) arns[1] = tg->table->arn;
     polset_t ps;
-    polset_load(iam, who, (const char *const *)pols, 2, &ps);
-    free(pols[0]);
-    free(pols[1]);
+    polset_load(iam, who, arns, 2, &ps);
     bool ok = true;
     for (size_t i = 0; ok && i < nactions; i++) {
         fl_policy_ctx_t ctx = { .action = actions[i], .resource = res, .source_ip = fl_iam_source_ip(source_ip, ip),
@@ -405,9 +667,7 @@ bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_prin
                                    : NULL;
     polset_t ps;
     polset_load(iam, who, NULL, 0, &ps);
-    ps.res = fl_realloc(ps.res, sizeof *ps.res);
-    ps.res[0] = trust;
-    ps.nres = trust ? 1 : 0;
+    if (trust) ps.resp[ps.nresp++] = trust;
     ctx.principal_arn = who->principal_arn;
     ctx.principal_account = who->account;
     ctx.username = !strcmp(who->kind, "user") ? who->name : NULL;
@@ -418,6 +678,7 @@ bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_prin
     if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, &o, sid, sizeof sid);
     else if (te == FL_POLICY_DENY) o.reason = "explicit deny", o.where = "resource";
     polset_free(&ps);
+    fl_policy_free(trust);
     if (o.allowed) return true;
     fl_iam_audit(who, "deny", action, role->arn, &o, NULL);
     if (msg)
@@ -441,4 +702,98 @@ fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const
     e = fl_catalog_key_create(iam->cat, k);
     k->session_policy = NULL;
     return e;
+}
+
+fl_err_t fl_iam_account_create(fl_iam_t *iam, const char *id, char *id_out, fl_iam_key_t *k, char *secret_out)
+{
+    char gen[16];
+    if (!id) {
+        unsigned char r[12];
+        if (RAND_bytes(r, sizeof r) != 1) return FL_ERR_INTERNAL;
+        for (int i = 0; i < 12; i++) gen[i] = (char)('0' + r[i] % 10);
+        gen[0] = (char)('1' + r[0] % 9);
+        gen[12] = 0;
+        id = gen;
+    }
+    if (strlen(id) != 12 || strspn(id, "0123456789") != 12 || !strcmp(id, iam->account)) return FL_ERR_INVALID;
+    fl_iam_principal_t p = { 0 };
+    fl_strlcpy(p.kind, "account", sizeof p.kind);
+    fl_strlcpy(p.name, id, sizeof p.name);
+    snprintf(p.arn, sizeof p.arn, "arn:aws:iam::%s:root", id);
+    fl_strlcpy(p.id, id, sizeof p.id);
+    p.doc = "";
+    fl_err_t e = fl_catalog_principal_create(iam->cat, &p);
+    if (e) return e;
+    fl_strlcpy(id_out, id, 16);
+    e = fl_iam_new_key(iam, id, "root", "", k, secret_out);
+    if (!e) e = fl_catalog_key_create(iam->cat, k);
+    return e;
+}
+
+fl_err_t fl_iam_account_list(fl_iam_t *iam, fl_iam_principal_t **out, size_t *n)
+{
+    return fl_catalog_principal_list(iam->cat, "", "account", out, n);
+}
+
+bool fl_iam_account_exists(fl_iam_t *iam, const char *account)
+{
+    if (!strcmp(account, iam->account)) return true;
+    fl_iam_principal_t p;
+    if (fl_catalog_principal_get(iam->cat, "", "account", account, &p) != FL_OK) return false;
+    free(p.doc);
+    return true;
+}
+
+/* A table (and its bucket) found by a lookup, cached. */
+typedef struct tabval {
+    cval_t c;
+    fl_table_t t;
+    fl_tbucket_t b;
+} tabval_t;
+
+static void tabval_dtor(cval_t *c) { free(c); }
+
+bool fl_iam_warehouse(fl_iam_t *iam, const char *wb, fl_table_t *t, fl_tbucket_t *b)
+{
+    char ck[100], wh[80];
+    snprintf(ck, sizeof ck, "wh\x1f%s", wb);
+    tabval_t *v = (tabval_t *)cache_get(iam, ck);
+    if (!v) {
+        uint64_t gen = atomic_load(&iam->gen);
+        v = fl_calloc(1, sizeof *v);
+        v->c.dtor = tabval_dtor;
+        atomic_init(&v->c.ref, 1);
+        snprintf(wh, sizeof wh, "s3://%s", wb);
+        if (fl_catalog_table_get_by_warehouse(iam->cat, wh, &v->t) != FL_OK ||
+            fl_catalog_bucket_get(iam->cat, v->t.bucket, &v->b) != FL_OK) {
+            free(v);
+            return false; /* not cached: a name anyone signed could make up */
+        }
+        cache_put(iam, ck, &v->c, gen);
+    }
+    *t = v->t;
+    *b = v->b;
+    cval_put(&v->c);
+    return true;
+}
+
+bool fl_iam_table(fl_iam_t *iam, const char *bucket, const char *ns, const char *name, fl_table_t *t)
+{
+    char ck[3 * FL_NAME_MAX + 80];
+    snprintf(ck, sizeof ck, "tb\x1f%s\x1f%s\x1f%s", bucket, ns, name);
+    tabval_t *v = (tabval_t *)cache_get(iam, ck);
+    if (!v) {
+        uint64_t gen = atomic_load(&iam->gen);
+        v = fl_calloc(1, sizeof *v);
+        v->c.dtor = tabval_dtor;
+        atomic_init(&v->c.ref, 1);
+        if (fl_catalog_table_get(iam->cat, bucket, ns, name, &v->t) != FL_OK) {
+            free(v);
+            return false;
+        }
+        cache_put(iam, ck, &v->c, gen);
+    }
+    *t = v->t;
+    cval_put(&v->c);
+    return true;
 }

@@ -101,6 +101,36 @@ fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const
                             const char *session_policy, int64_t duration_s, fl_iam_key_t *k, char *secret_out,
                             char *token_out);
 
+/* Accounts (tenants) besides the server's own (--account): principal rows
+ * (account "", kind "account", name = the 12-digit id), each with its root
+ * access key (a key row of kind "root"). Creates one (id NULL: a random id;
+ * FL_ERR_EXISTS, FL_ERR_INVALID for an id that is not 12 digits or is the
+ * server's) with a root key: fills id_out (16 bytes), k and the plain secret
+ * (128 bytes). Any thread. */
+fl_err_t fl_iam_account_create(fl_iam_t *iam, const char *id, char *id_out, fl_iam_key_t *k, char *secret_out);
+/* The stored accounts (not the server's own), by id; free with fl_iam_principals_free. */
+fl_err_t fl_iam_account_list(fl_iam_t *iam, fl_iam_principal_t **out, size_t *n);
+/* True if account is the server's own or a stored one. */
+bool fl_iam_account_exists(fl_iam_t *iam, const char *account);
+
+/* Something identities, policies or table names/ARNs depend on changed
+ * through this node: cached keys, parsed policies and lookups are reloaded.
+ * A write request brackets its handler with write_begin/write_end (the
+ * catalog port does it for every authenticated non-GET/HEAD request): what is
+ * cached before it is dropped, nothing loaded while it runs is kept, so the
+ * request that follows its response sees what it wrote. Changes made
+ * elsewhere (another node on the same store, floe admin) are seen within
+ * FL_IAM_CACHE_TTL_MS. Any thread. */
+void fl_iam_changed(fl_iam_t *iam);
+void fl_iam_write_begin(fl_iam_t *iam);
+void fl_iam_write_end(fl_iam_t *iam);
+
+/* The table whose warehouse bucket is wb ("{id}--table-s3") and its table
+ * bucket, cached (see fl_iam_changed). False when none. Any thread. */
+bool fl_iam_warehouse(fl_iam_t *iam, const char *wb, fl_table_t *t, fl_tbucket_t *b);
+/* The table or view (bucket, ns, name), cached; false when none. */
+bool fl_iam_table(fl_iam_t *iam, const char *bucket, const char *ns, const char *name, fl_table_t *t);
+
 /* Seals a secret for storage (out: 256 bytes) / opens it (out: 128 bytes). */
 fl_err_t fl_iam_seal(fl_iam_t *iam, const char *secret, char *out);
 fl_err_t fl_iam_unseal(fl_iam_t *iam, const char *sealed, char *out);

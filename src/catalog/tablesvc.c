@@ -240,6 +240,19 @@ fl_err_t fl_tablesvc_delete_metadata(fl_tablesvc_t *s, const fl_table_t *t, cons
     return e == FL_ERR_NO_BUCKET ? FL_ERR_NOT_FOUND : e;
 }
 
+/* A new table's owner (its bucket's account) and ARN (under its bucket's ARN). */
+static void owner_arn(fl_tablesvc_t *s, const char *bucket, const char *id, char owner[64], char arn[FL_ARN_MAX])
+{
+    fl_tbucket_t b;
+    if (fl_catalog_bucket_get(s->cfg.cat, bucket, &b) == FL_OK && b.arn[0] &&
+        snprintf(arn, FL_ARN_MAX, "%s/table/%s", b.arn, id) < FL_ARN_MAX) {
+        snprintf(owner, 64, "%s", b.owner);
+        return;
+    }
+    snprintf(owner, 64, "%s", s->cfg.scope.account ? s->cfg.scope.account : "");
+    fl_arn_table(&s->cfg.scope, bucket, id, arn);
+}
+
 fl_err_t fl_tablesvc_create(fl_tablesvc_t *s, const char *bucket, const char *ns,
                             const char *name, const char *principal, json_t *metadata,
                             fl_table_t *out, const char **why)
@@ -257,10 +270,9 @@ fl_err_t fl_tablesvc_create(fl_tablesvc_t *s, const char *bucket, const char *ns
     snprintf(t.type, sizeof t.type, "customer");
     snprintf(t.format, sizeof t.format, "ICEBERG");
     snprintf(t.kind, sizeof t.kind, "table");
-    snprintf(t.owner, sizeof t.owner, "%s", s->cfg.scope.account);
     snprintf(t.created_by, sizeof t.created_by, "%s", principal ? principal : "anonymous");
     snprintf(t.modified_by, sizeof t.modified_by, "%s", t.created_by);
-    fl_arn_table(&s->cfg.scope, bucket, t.id, t.arn);
+    owner_arn(s, bucket, t.id, t.owner, t.arn);
 
     /* fail early (and leave nothing) when the namespace is missing or the name taken */
     fl_namespace_t nsrow = { 0 };
@@ -382,10 +394,9 @@ void fl_tablesvc_row_init(fl_tablesvc_t *s, fl_table_t *t, const char *bucket, c
     snprintf(t->type, sizeof t->type, "customer");
     snprintf(t->format, sizeof t->format, "ICEBERG");
     snprintf(t->kind, sizeof t->kind, "%s", view ? "view" : "table");
-    snprintf(t->owner, sizeof t->owner, "%s", s->cfg.scope.account ? s->cfg.scope.account : "");
     snprintf(t->created_by, sizeof t->created_by, "%s", principal ? principal : "anonymous");
     snprintf(t->modified_by, sizeof t->modified_by, "%s", t->created_by);
-    fl_arn_table(&s->cfg.scope, bucket, id, t->arn);
+    owner_arn(s, bucket, id, t->owner, t->arn);
 }
 
 fl_tablesvc_t *fl_tablesvc_open(const fl_tablesvc_cfg_t *cfg)

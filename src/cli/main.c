@@ -15,6 +15,7 @@ static const struct {
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
     { "sink", fl_cmd_sink, "consume Kafka topics into Iceberg tables, exactly once (Iceberg sink config)" },
     { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (compaction, snapshot expiry)" },
+    { "admin", fl_cmd_admin, "accounts and their first keys (on the data directory)" },
 };
 
 static void usage(FILE *f)

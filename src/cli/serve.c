@@ -255,7 +255,8 @@ int fl_cmd_serve(int argc, char **argv)
     }
     fl_tablesvc_cfg_t svccfg = {
         .cat = cat, .store = store,
-        .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws") },
+        .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws"),
+                   .any_account = true },
     };
     svc = fl_tablesvc_open(&svccfg);
     fl_catalog_cfg_t catcfg = {

@@ -218,6 +218,7 @@ def test_session_on_every_api_then_expired(floe, root_iam, new_user, role, tb):
     with pytest.raises(ForbiddenError):
         cat.create_table((ns, "t2"), SCHEMA)
     _expire(floe, ak)
+    time.sleep(1.2)  # a change made behind the server's back is seen within FL_IAM_CACHE_TTL_MS (1 s)
     code, status, _ = client_error(s3.get_object, Bucket=b, Key=key)
     assert status in (400, 403), code
     with pytest.raises(Exception):

@@ -67,3 +67,24 @@ FL_TEST(arn_resolves_only_this_scope)
     CHECK_EQ(fl_arn_resolve(&aws, NULL, b, NULL), FL_ARN_MALFORMED);
     CHECK_EQ(fl_arn_resolve(&oss, "acs:osstables:cn-hangzhou:123456789012:bucket/x", b, NULL), FL_ARN_OURS);
 }
+
+FL_TEST(arn_several_accounts)
+{
+    char b[64], id[40], out[FL_ARN_MAX];
+    fl_arn_scope_t multi = aws;
+    multi.any_account = true;
+    /* any account resolves; the region still counts */
+    CHECK_EQ(fl_arn_resolve(&multi, "arn:aws:s3tables:us-east-1:111122223333:bucket/lake", b, NULL), FL_ARN_OURS);
+    CHECK_EQ(fl_arn_resolve(&multi, "arn:aws:s3tables:eu-west-1:111122223333:bucket/lake", b, NULL),
+             FL_ARN_OTHER_REGION);
+    /* the caller compares the ARN's account with the bucket's owner */
+    CHECK(fl_arn_in_account("arn:aws:s3tables:us-east-1:111122223333:bucket/lake", "111122223333"));
+    CHECK(fl_arn_in_account("acs:osstables:us-east-1:111122223333:bucket/lake/table/t1", "111122223333"));
+    CHECK(!fl_arn_in_account("arn:aws:s3tables:us-east-1:111122223333:bucket/lake", "11112222333"));
+    CHECK(!fl_arn_in_account("arn:aws:s3tables:us-east-1:111122223333:bucket/lake", "000000000000"));
+    CHECK(!fl_arn_in_account("arn:aws:s3tables:us-east-1:1:bucket/lake:2:bucket/x", "2"));
+    CHECK(!fl_arn_in_account("garbage", "1"));
+    fl_arn_bucket_of(&aws, "111122223333", "lake", out);
+    CHECK_STR(out, "arn:aws:s3tables:us-east-1:111122223333:bucket/lake");
+    (void)id;
+}
