@@ -14,6 +14,9 @@ typedef struct fl_s3_cfg {
     bool insecure_no_auth;         /* accept unsigned requests (local development) */
     fl_secret_lookup_fn lookup;    /* access key -> secret */
     void *lookup_ud;
+    /* Virtual-hosted style: a Host "{bucket}.{domain}[:port]" names the bucket
+     * and the whole path is the key (NULL: path style only). */
+    const char *domain;
 } fl_s3_cfg_t;
 
 /* fl_http_handler_fn for the data plane; ud is a const fl_s3_cfg_t* that
