@@ -5,7 +5,8 @@ FLOE_FILE_IO=oss) creates a table through the REST catalog (SigV4 osstables) and
 oss:// location and the catalog's oss.endpoint http://oss.floe.test:PORT (the warehouse
 host {warehouse}.oss.floe.test resolved to 127.0.0.1 by a JVM hosts file), appends with Java's Parquet writer, manifests and
 commit through OSSFileIO, reads its rows back; PyIceberg reads the same rows from the oss://
-files (through S3, path style); floe's own scan reads them, and floe's own writer appends rows Java reads; S3FileIO still works on the same oss:// table (S3URI takes any scheme)."""
+files (through S3, path style); floe's own scan reads them, and floe's own writer appends rows Java reads; S3FileIO still works on the same oss:// table (S3URI takes any scheme); compaction and unreferenced-file removal work on oss:// files."""
+import datetime as dt
 import json
 import os
 import shutil
@@ -126,6 +127,20 @@ def test_ossfileio_writes_and_reads_through_floe(ossfloe, warehouse, java):
     java("append", ident, "9000", "60", io="s3")
     got = [json.loads(x)["id"] for x in java("scan", ident).splitlines()]
     assert len(got) == 800
+    # maintenance on oss:// locations: compaction writes oss:// files OSSFileIO reads; the
+    # unreferenced-file job, a week on, finds every file referenced (oss:// and s3:// alike)
+    rep = json.loads(floe_cli(ossfloe, warehouse, "maintenance", "run", ident, "--job", "compaction",
+                              "--output", "json").stdout)
+    assert rep["status"] == "Successful", rep
+    t = cat.load_table(ident)
+    assert all(f.file.file_path.startswith(loc + "/data/") for f in t.scan().plan_files())
+    got = [json.loads(x)["id"] for x in java("scan", ident).splitlines()]
+    assert len(got) == 800 and len(set(got)) == 800
+    week = (dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    p = floe_cli(ossfloe, warehouse, "maintenance", "run", ident, "--job", "unreferenced", "--as-of", week,
+                 "--dry-run", "--output", "json")
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    assert rep["markedNoncurrent"] == 0 and rep["referenced"] > 0 and rep["objectsListed"] > 0, rep
 
 
 def test_virtual_hosted_requests(ossfloe):
