@@ -16,6 +16,10 @@
 typedef struct fl_catalog_cfg {
     fl_tablesvc_t *svc;           /* the table-bucket service (stores, ARN scope) */
     const char *s3_endpoint;      /* data plane URL for clients, e.g. "http://127.0.0.1:9000" */
+    /* The data plane's virtual-host domain (--s3-domain) or NULL: tables then
+     * carry oss.endpoint {scheme}://{domain}:{port}; the OSS Java SDK's client
+     * (OSSFileIO) addresses a bucket as host {bucket}.{domain}. */
+    const char *s3_domain;
     bool insecure_no_auth;
     fl_secret_lookup_fn lookup;
     void *lookup_ud;

@@ -184,13 +184,38 @@ static json_t *string_map(json_t *v)
     return json_incref(v);
 }
 
+/* The OSS endpoint of the virtual-hosted data plane: s3_endpoint's scheme and
+ * port, host {domain} (the OSS SDK's client addresses {bucket}.{domain}).
+ * NULL without a domain. */
+static json_t *oss_endpoint(const fl_catalog_cfg_t *cfg)
+{
+    if (!cfg->s3_domain || !cfg->s3_endpoint) return NULL;
+    const char *ep = cfg->s3_endpoint, *sch = strstr(ep, "://");
+    if (!sch) return NULL;
+    const char *auth = sch + 3, *aend = auth + strcspn(auth, "/");
+    const char *colon = memrchr(auth, ':', (size_t)(aend - auth)), *rb = memrchr(auth, ']', (size_t)(aend - auth));
+    if (colon && rb && colon < rb) colon = NULL;
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    fl_buf_printf(&b, "%.*s://%s%.*s", (int)(sch - ep), ep, cfg->s3_domain,
+                  colon ? (int)(aend - colon) : 0, colon ? colon : "");
+    json_t *v = b.ptr ? json_string(b.ptr) : NULL;
+    fl_buf_free(&b);
+    return v;
+}
+
+/* The FileIO properties a table's clients get (and the catalog's defaults). */
 static json_t *table_config(const rctx_t *x)
 {
     const fl_catalog_cfg_t *cfg = x->cfg;
     const char *region = x->sc->scope.region ? x->sc->scope.region : "us-east-1";
     json_t *c = json_object();
     if (cfg->s3_endpoint) json_object_set_new(c, "s3.endpoint", json_string(cfg->s3_endpoint));
+    json_t *oe = oss_endpoint(cfg);
+    if (oe) json_object_set_new(c, "oss.endpoint", oe);
     json_object_set_new(c, "s3.path-style-access", json_string("true"));
+    /* PyIceberg reads oss:// through S3 with virtual addressing unless told */
+    json_object_set_new(c, "s3.force-virtual-addressing", json_string("false"));
     json_object_set_new(c, "client.region", json_string(region));
     json_object_set_new(c, "s3.region", json_string(region));
     return c;
@@ -625,7 +650,7 @@ static void h_create_table(rctx_t *x)
         char id[37], wb[64], loc[FL_LOC_MAX];
         fl_uuid4(id);
         snprintf(wb, sizeof wb, "%s--table-s3", id);
-        snprintf(loc, sizeof loc, "s3://%s", wb);
+        snprintf(loc, sizeof loc, "%s://%s", fl_tablesvc_scheme(x->svc), wb);
         json_t *meta = fl_iceberg_new_metadata(x->body, loc, &status, emsg, sizeof emsg);
         if (!meta) {
             err(x, status == 409 ? 409 : 400, status == 409 ? "AlreadyExistsException" : "BadRequestException", emsg);

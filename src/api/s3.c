@@ -56,6 +56,7 @@ typedef struct s3req {
     fl_sig_dialect_t dialect; /* OSS4 or V1: answer as OSS (see the top of the file) */
     fl_iam_who_t who;    /* the signer (when signed and identities are on) */
     bool have_who;
+    bool vhost;          /* the bucket came from the Host header (cfg->domain) */
 } s3req_t;
 
 #define OSS(r) fl_sig_is_oss((r)->dialect)
@@ -303,11 +304,44 @@ static bool hget(const s3req_t *r, const char *lname, char *out, size_t cap)
 
 static bool hhas(const s3req_t *r, const char *lname) { return fl_http_header(r->req, lname) != NULL; }
 
+/* The bucket of a virtual-hosted request: Host "{bucket}.{cfg->domain}[:port]"
+ * (case-insensitive) -> its length in *blen; NULL when the Host does not name
+ * one (path style). */
+static const char *host_bucket(const s3req_t *r, size_t *blen)
+{
+    const char *d = r->cfg->domain;
+    fl_slice_t h = fl_slice_trim(fl_http_header_val(r->req, "host"));
+    if (!d || !h.ptr) return NULL;
+    const char *colon = memrchr(h.ptr, ':', h.len);
+    size_t hl = colon ? (size_t)(colon - h.ptr) : h.len, dl = strlen(d);
+    if (hl < dl + 2 || h.ptr[hl - dl - 1] != '.' || strncasecmp(h.ptr + hl - dl, d, dl) != 0) return NULL;
+    *blen = hl - dl - 1;
+    return h.ptr;
+}
+
 static fl_err_t parse_path(s3req_t *r)
 {
     const char *p = r->req->path;
     size_t n = r->req->path_len;
     if (n == 0 || p[0] != '/') return FL_ERR_INVALID;
+    size_t hbl = 0;
+    const char *hb = host_bucket(r, &hbl);
+    if (hb) { /* virtual-hosted: the path is "/" or "/{key}" */
+        r->vhost = true;
+        r->bucket = fl_strndup(hb, hbl);
+        for (char *c = r->bucket; *c; c++) *c = (char)tolower((unsigned char)*c);
+        if (n > 1) {
+            fl_buf_t k;
+            fl_buf_init(&k, FL_HTTP_MAX_TARGET_BYTES);
+            if (fl_uri_decode(fl_slice(p + 1, n - 1), false, &k) || !k.ptr || memchr(k.ptr, 0, k.len)) {
+                fl_buf_free(&k);
+                return FL_ERR_INVALID;
+            }
+            r->keylen = k.len;
+            r->key = fl_buf_steal(&k);
+        }
+        return FL_OK;
+    }
     p++, n--;
     if (n == 0) return FL_OK;
     const char *slash = memchr(p, '/', n);
@@ -1965,7 +1999,17 @@ static bool authenticate(s3req_t *r)
                            .services = services, .region = r->cfg->region,
                            .now = fl_now_ms() / 1000, .oss_products = products };
     fl_sigv4_error_t err = { 0 };
-    if (fl_sigv4_verify(&sr, &cfg, NULL, &r->auth, &err) != FL_OK) {
+    fl_buf_t res;
+    fl_buf_init(&res, FL_HTTP_MAX_TARGET_BYTES + 512);
+    if (r->vhost && OSS(r)) { /* OSS signs "/{bucket}/{key}" whatever the path */
+        fl_buf_printf(&res, "/%s/", r->bucket);
+        if (r->key) fl_buf_add(&res, r->key, r->keylen);
+        cfg.oss_resource = res.ptr;
+        cfg.oss_resource_len = res.len;
+    }
+    fl_err_t ve = fl_sigv4_verify(&sr, &cfg, NULL, &r->auth, &err);
+    fl_buf_free(&res);
+    if (ve != FL_OK) {
         s3_error_detail(r, err.status ? err.status : 403, err.code ? err.code : "AccessDenied",
                         err.message[0] ? err.message : NULL, err.detail_name, err.detail_value);
         return false;

@@ -16,6 +16,9 @@ typedef struct fl_s3_cfg {
     fl_secret_lookup_fn lookup;    /* access key -> secret */
     void *lookup_ud;
     fl_iam_t *iam;                 /* identities and policies (NULL: any verified key may do anything) */
+    /* Virtual-hosted style: a Host "{bucket}.{domain}[:port]" names the bucket
+     * and the whole path is the key (NULL: path style only). */
+    const char *domain;
 } fl_s3_cfg_t;
 
 /* fl_http_handler_fn for the data plane; ud is a const fl_s3_cfg_t* that

@@ -1511,7 +1511,9 @@ static void op_get_table(treq_t *t)
     if (have_ns) jset_str(o, "namespaceId", nsr.id);
     jset_str(o, "versionToken", tb.version_token);
     if (tb.metadata_location[0]) jset_str(o, "metadataLocation", tb.metadata_location);
-    jset_str(o, "warehouseLocation", tb.warehouse);
+    char wl[FL_LOC_MAX];
+    fl_tablesvc_warehouse_url(t->svc, &tb, wl);
+    jset_str(o, "warehouseLocation", wl);
     jset_time(o, "createdAt", tb.created_ms);
     const char *acct = tb.owner[0] ? tb.owner : b.owner; /* createdBy/modifiedBy are AccountIds */
     jset_str(o, "createdBy", acct);
@@ -1619,7 +1621,9 @@ static void op_get_metadata_location(treq_t *t)
     json_t *o = json_object();
     jset_str(o, "versionToken", tb.version_token);
     if (tb.metadata_location[0]) jset_str(o, "metadataLocation", tb.metadata_location);
-    jset_str(o, "warehouseLocation", tb.warehouse);
+    char wl[FL_LOC_MAX];
+    fl_tablesvc_warehouse_url(t->svc, &tb, wl);
+    jset_str(o, "warehouseLocation", wl);
     reply(t, 200, o);
 }
 

@@ -11,6 +11,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "iceberg/io.h"
 #include "iceberg/metadata.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,8 +319,9 @@ static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, char *msg, size_
         json_t *u;
         json_array_foreach(w->c->updates, i, u) {
             json_t *a = json_object_get(u, "action"), *l = json_object_get(u, "location");
+            const char *lr = json_is_string(l) ? fl_io_s3_rest(json_string_value(l)) : NULL;
             if (json_is_string(a) && !strcmp(json_string_value(a), "set-location") &&
-                (!json_is_string(l) || strcmp(json_string_value(l), w->row.warehouse) != 0))
+                (!lr || strcmp(lr, fl_io_s3_rest(w->row.warehouse)) != 0)) /* s3:// or oss:// */
                 return fail(msg, mlen, FL_ERR_INVALID, "A table's location is its warehouse and cannot be changed.");
         }
     }
@@ -494,7 +496,7 @@ static fl_err_t commit_create(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tabl
     } else {
         fl_bucket_info_t bi;
         fl_table_t other;
-        if (!fl_tablesvc_warehouse_of(loc, wb, id) || loc[5 + strlen(wb)] != 0 ||
+        if (!fl_tablesvc_warehouse_of(loc, wb, id) || fl_io_s3_rest(loc)[strlen(wb)] != 0 ||
             fl_store_bucket_head(s->cfg.store, wb, &bi) != FL_OK) {
             e = fail(msg, mlen, FL_ERR_INVALID, "The table location must be the warehouse given at stage-create.");
             goto out;

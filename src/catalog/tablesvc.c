@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/uuid.h"
+#include "iceberg/io.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +22,11 @@
 #define WAREHOUSE_SUFFIX "--table-s3"
 #define FL_TABLES_PURGE_ROUNDS 20 /* empty-and-delete attempts while commits still land */
 
-/* s3://bucket/key -> bucket (64) and key pointer into location. */
+/* s3://bucket/key (or oss://) -> bucket (64) and key pointer into location. */
 static bool split_location(const char *loc, char *bucket, const char **key)
 {
-    if (strncmp(loc, "s3://", 5) != 0) return false;
-    const char *b = loc + 5, *slash = strchr(b, '/');
+    const char *b = fl_io_s3_rest(loc), *slash = b ? strchr(b, '/') : NULL;
+    if (!b) return false;
     if (!slash || slash == b || (size_t)(slash - b) > 63 || !slash[1]) return false;
     memcpy(bucket, b, (size_t)(slash - b));
     bucket[slash - b] = 0;
@@ -73,7 +74,7 @@ fl_err_t fl_tablesvc_write_metadata_text(fl_tablesvc_t *s, const fl_table_t *t, 
     fl_uuid4(id);
     snprintf(key, sizeof key, "metadata/%05ld-%s.metadata.json", seq < 0 ? 0 : seq, id);
     fl_err_t e = put_text(s, wb, key, text);
-    if (!e) snprintf(location_out, FL_LOC_MAX, "s3://%s/%s", wb, key);
+    if (!e) snprintf(location_out, FL_LOC_MAX, "%s://%s/%s", fl_tablesvc_scheme(s), wb, key);
     return e;
 }
 
@@ -182,9 +183,13 @@ out:
 
 bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location)
 {
-    size_t wl = strlen(t->warehouse), n = strlen(location);
-    if (n <= wl + 1 || strncmp(location, t->warehouse, wl) != 0 || location[wl] != '/') return false;
-    if (strstr(location + wl, "/../") || strstr(location + wl, "//")) return false;
+    /* the scheme is free among s3:// and oss:// (the same objects) */
+    const char *w = fl_io_s3_rest(t->warehouse), *l = fl_io_s3_rest(location);
+    if (!w || !l) return false;
+    size_t wl = strlen(w), n = strlen(l);
+    if (n <= wl + 1 || strncmp(l, w, wl) != 0 || l[wl] != '/') return false;
+    if (strstr(l + wl, "/../") || strstr(l + wl, "//")) return false;
+    location = l;
     static const char *const ends[] = { ".metadata.json", ".metadata.json.gz", NULL };
     for (int i = 0; ends[i]; i++) {
         size_t el = strlen(ends[i]);
@@ -294,7 +299,9 @@ fl_err_t fl_tablesvc_create(fl_tablesvc_t *s, const char *bucket, const char *ns
         return e == FL_ERR_EXISTS ? FL_ERR_IO : e;
     }
     if (metadata) {
-        json_object_set_new(metadata, "location", json_string(t.warehouse));
+        char wl[FL_LOC_MAX];
+        fl_tablesvc_warehouse_url(s, &t, wl);
+        json_object_set_new(metadata, "location", json_string(wl));
         e = fl_tablesvc_write_metadata(s, &t, 0, metadata, t.metadata_location);
         if (e) {
             *why = "Could not write the table's first metadata file.";
@@ -351,11 +358,11 @@ int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
     return swept;
 }
 
-/* Warehouse bucket "{uuid}--table-s3" named by an s3:// location (id_out: the uuid). */
+/* Warehouse bucket "{uuid}--table-s3" named by an s3:// or oss:// location (id_out: the uuid). */
 bool fl_tablesvc_warehouse_of(const char *loc, char *wb, char *id_out)
 {
-    if (strncmp(loc, "s3://", 5) != 0) return false;
-    const char *b = loc + 5;
+    const char *b = fl_io_s3_rest(loc);
+    if (!b) return false;
     size_t n = strcspn(b, "/");
     size_t sl = strlen(WAREHOUSE_SUFFIX);
     if (n != 36 + sl || strncmp(b + 36, WAREHOUSE_SUFFIX, sl) != 0) return false;
@@ -369,6 +376,18 @@ bool fl_tablesvc_warehouse_of(const char *loc, char *wb, char *id_out)
         if (dash ? c != '-' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
     }
     return true;
+}
+
+const char *fl_tablesvc_scheme(const fl_tablesvc_t *s)
+{
+    return s->cfg.oss_locations ? "oss" : "s3";
+}
+
+void fl_tablesvc_warehouse_url(const fl_tablesvc_t *s, const fl_table_t *t, char out[FL_LOC_MAX])
+{
+    const char *rest = fl_io_s3_rest(t->warehouse);
+    int n = snprintf(out, FL_LOC_MAX, "%s://", fl_tablesvc_scheme(s));
+    fl_strlcpy(out + n, rest ? rest : t->warehouse, FL_LOC_MAX - (size_t)n);
 }
 
 bool fl_tablesvc_name_ok(const char *s)

@@ -36,6 +36,11 @@ typedef struct fl_tablesvc_cfg {
     fl_catalog_t *cat;            /* rows and pointers */
     fl_store_t *store;            /* the data plane's object store: warehouses live there */
     fl_arn_scope_t scope;         /* region, account id and ARN form of this server */
+    /* New tables' locations (metadata "location", metadata files) as
+     * oss://{warehouse} as OSS Tables hands them out, else s3://. Either
+     * scheme is read and accepted everywhere (the same objects); the catalog
+     * row keeps s3:// as the warehouse's identity. */
+    bool oss_locations;
 } fl_tablesvc_cfg_t;
 
 typedef struct fl_tablesvc fl_tablesvc_t;
@@ -81,6 +86,10 @@ fl_err_t fl_tablesvc_read_metadata(fl_tablesvc_t *s, const char *location, json_
 /* True if location lies inside the table's warehouse and names a metadata file
  * (".metadata.json" or ".metadata.json.gz"). */
 bool fl_tablesvc_location_ok(const fl_table_t *t, const char *location);
+/* "oss" or "s3": the scheme of the locations the service hands out (cfg.oss_locations). */
+const char *fl_tablesvc_scheme(const fl_tablesvc_t *s);
+/* The table's warehouse location as clients see it ("oss://{bucket}" or "s3://{bucket}"). */
+void fl_tablesvc_warehouse_url(const fl_tablesvc_t *s, const fl_table_t *t, char out[FL_LOC_MAX]);
 
 /* Drops the table t names, which must still be the row t was read from: the
  * delete matches its name and its id (FL_ERR_NOT_FOUND when the name now

@@ -30,7 +30,8 @@
 
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
-       OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT__COUNT };
+       OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT_S3_DOMAIN,
+       OPT_LOCATION_SCHEME, OPT__COUNT };
 
 /* http://HOST:PORT for a listen address and the port it got (a wildcard host
  * is shown as 127.0.0.1; port 0 in the address is the bound port). */
@@ -64,6 +65,8 @@ static const struct {
     [OPT_INSECURE_KEY_FILE] = { "allow-insecure-key-file", "FLOE_ALLOW_INSECURE_KEY_FILE", "false", "use DATA-DIR/root-key even if group or others can access it (else: refuse to start)", true },
     [OPT_MAINT_INTERVAL] = { "maintenance-interval", "FLOE_MAINTENANCE_INTERVAL", "60", "seconds between maintenance passes over every table (0: no automatic maintenance)", false },
     [OPT_MAINT_THREADS] = { "maintenance-threads", "FLOE_MAINTENANCE_THREADS", "1", "maintenance jobs run at once (1-16)", false },
+    [OPT_S3_DOMAIN] = { "s3-domain", "FLOE_S3_DOMAIN", "", "virtual-hosted buckets on the data plane: Host {bucket}.DOMAIN names the bucket (the path is the key); the catalog hands out oss.endpoint http://DOMAIN:PORT", false },
+    [OPT_LOCATION_SCHEME] = { "location-scheme", "FLOE_LOCATION_SCHEME", "s3", "scheme of new tables' locations: 's3' (s3://) or 'oss' (oss://, as OSS Tables; both are read)", false },
 };
 
 static void usage(FILE *f)
@@ -241,6 +244,7 @@ int fl_cmd_serve(int argc, char **argv)
     fl_s3_cfg_t s3cfg = {
         .store = store, .region = vals[OPT_REGION], .insecure_no_auth = truthy(vals[OPT_INSECURE]),
         .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
+        .domain = vals[OPT_S3_DOMAIN][0] ? vals[OPT_S3_DOMAIN] : NULL,
     };
     bool access_log = truthy(vals[OPT_ACCESS_LOG]);
     fl_http_server_cfg_t hs = { .name = "s3", .listen = vals[OPT_S3_LISTEN], .handler = fl_s3_handle,
@@ -253,14 +257,19 @@ int fl_cmd_serve(int argc, char **argv)
         fl_error("--arn-style must be 'aws' or 'osstables'");
         goto out;
     }
+    if (strcmp(vals[OPT_LOCATION_SCHEME], "s3") && strcmp(vals[OPT_LOCATION_SCHEME], "oss")) {
+        fl_error("--location-scheme must be 's3' or 'oss'");
+        goto out;
+    }
     fl_tablesvc_cfg_t svccfg = {
         .cat = cat, .store = store,
         .scope = { .region = vals[OPT_REGION], .account = vals[OPT_ACCOUNT], .aws = !strcmp(vals[OPT_ARN_STYLE], "aws"),
                    .any_account = true },
+        .oss_locations = !strcmp(vals[OPT_LOCATION_SCHEME], "oss"),
     };
     svc = fl_tablesvc_open(&svccfg);
     fl_catalog_cfg_t catcfg = {
-        .svc = svc, .s3_endpoint = public_s3,
+        .svc = svc, .s3_endpoint = public_s3, .s3_domain = s3cfg.domain,
         .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,

@@ -110,12 +110,20 @@ void fl_io_free(fl_io_t *io)
 
 /* ---- locations ---- */
 
+const char *fl_io_s3_rest(const char *location)
+{
+    static const char *const schemes[] = { "s3://", "s3a://", "s3n://", "oss://" };
+    for (size_t i = 0; location && i < sizeof schemes / sizeof schemes[0]; i++) {
+        size_t n = strlen(schemes[i]);
+        if (!strncmp(location, schemes[i], n)) return location + n;
+    }
+    return NULL;
+}
+
 fl_err_t fl_io_parse_location(const char *location, fl_s3_loc_t *s3, fl_buf_t *path)
 {
     if (!location || !*location) return FL_ERR_INVALID;
-    const char *rest = NULL;
-    if (!strncmp(location, "s3://", 5)) rest = location + 5;
-    else if (!strncmp(location, "s3a://", 6) || !strncmp(location, "s3n://", 6)) rest = location + 6;
+    const char *rest = fl_io_s3_rest(location);
     if (rest) {
         size_t bl = strcspn(rest, "/");
         const char *key = rest[bl] == '/' ? rest + bl + 1 : "";
@@ -423,7 +431,7 @@ static fl_err_t where(const char *location, fl_s3_loc_t *s3, fl_buf_t *path, fl_
 {
     fl_err_t e = fl_io_parse_location(location, s3, path);
     if (e == FL_ERR_INVALID)
-        return fl_remote_error_set(err, e, "unsupported location '%s' (s3://, s3a://, s3n://, file:// or a path)",
+        return fl_remote_error_set(err, e, "unsupported location '%s' (s3://, s3a://, s3n://, oss://, file:// or a path)",
                                    location ? location : "");
     return e;
 }
@@ -769,8 +777,7 @@ fl_err_t fl_io_list(fl_io_t *io, const char *prefix, fl_io_list_fn fn, void *arg
     fl_buf_init(&path, 0);
     memset(err, 0, sizeof *err);
     fl_err_t e = where(prefix, &s3, &path, err);
-    const char *rest = !strncmp(prefix, "s3://", 5) ? prefix + 5 :
-                       !strncmp(prefix, "s3a://", 6) || !strncmp(prefix, "s3n://", 6) ? prefix + 6 : NULL;
+    const char *rest = fl_io_s3_rest(prefix);
     size_t bl = rest ? strcspn(rest, "/") : 0;
     if (e == FL_ERR_INVALID && rest && bl && bl < sizeof s3.bucket && !strcmp(rest + bl, "/")) {
         /* a whole bucket ("s3://bucket/"; S3 Tables puts a table at the root of its bucket) */

@@ -109,7 +109,11 @@ typedef struct fl_s3_loc {
     char bucket[256];
     char key[1025];
 } fl_s3_loc_t;
-/* s3:// s3a:// s3n:// -> bucket and key: FL_OK; a local path or file:// URL -> FL_ERR_NOT_FOUND
+/* What follows the scheme of an object-store location ("bucket/key") for
+ * s3://, s3a://, s3n:// and oss:// (OSS Tables' scheme: the same objects on
+ * floe's data plane); NULL for any other location. */
+const char *fl_io_s3_rest(const char *location);
+/* s3:// s3a:// s3n:// oss:// -> bucket and key: FL_OK; a local path or file:// URL -> FL_ERR_NOT_FOUND
  * with path (when non-NULL) set to the file path; anything else FL_ERR_INVALID. */
 fl_err_t fl_io_parse_location(const char *location, fl_s3_loc_t *s3, fl_buf_t *path);
 /* The request URL of an S3 object (no query): endpoint (default https://s3.{region}.amazonaws

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include "base/mem.h"
 #include "base/time.h"
+#include "iceberg/io.h"
 #include "iceberg/manifest.h"
 #include "iceberg/metadata.h"
 
@@ -72,9 +73,10 @@ static void note_error(fl_orphans_result_t *res, const char *fmt, ...)
 static const char *norm(job_t *j, const char *uri)
 {
     fl_buf_reset(&j->norm);
-    if (!strncmp(uri, "s3a://", 6) || !strncmp(uri, "s3n://", 6)) {
+    const char *rest = fl_io_s3_rest(uri);
+    if (rest) { /* s3a://, s3n://, oss:// name the same objects as s3:// */
         fl_buf_adds(&j->norm, "s3://");
-        fl_buf_adds(&j->norm, uri + 6);
+        fl_buf_adds(&j->norm, rest);
     } else if (!strncmp(uri, "file://", 7)) {
         fl_buf_adds(&j->norm, uri + 7);
     } else {

@@ -9,6 +9,7 @@
 #include "base/checksum.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "iceberg/io.h"
 
 #define OPS_LIST_PAGE 1000
 #define OPS_COPY_CHUNK (1 << 20)
@@ -18,13 +19,14 @@ static bool cancelled(const fl_maint_ops_ctx_t *c)
     return c->cancel && atomic_load(c->cancel);
 }
 
-/* s3://{warehouse}/key -> key (borrowed); NULL when the location is elsewhere. */
+/* s3://{warehouse}/key (or oss://) -> key (borrowed); NULL when the location is elsewhere. */
 static const char *own_key(const fl_maint_ops_ctx_t *c, const char *uri)
 {
-    if (strncmp(uri, "s3://", 5) != 0) return NULL;
+    const char *rest = fl_io_s3_rest(uri); /* s3://, oss://, ...: the same objects */
+    if (!rest) return NULL;
     size_t n = strlen(c->warehouse);
-    if (strncmp(uri + 5, c->warehouse, n) != 0 || uri[5 + n] != '/' || !uri[6 + n]) return NULL;
-    return uri + 6 + n;
+    if (strncmp(rest, c->warehouse, n) != 0 || rest[n] != '/' || !rest[n + 1]) return NULL;
+    return rest + n + 1;
 }
 
 static fl_err_t ops_load(void *ctx, json_t **metadata, char **location, char *err, size_t errlen)
@@ -217,8 +219,9 @@ static fl_err_t ops_list(void *ctx, const char *prefix,
     fl_maint_ops_ctx_t *c = ctx;
     const char *kp = own_key(c, prefix);
     char whole[80];
-    snprintf(whole, sizeof whole, "s3://%s/", c->warehouse);
-    if (!kp && strcmp(prefix, whole) != 0) return FL_ERR_INVALID;
+    const char *pr = fl_io_s3_rest(prefix);
+    snprintf(whole, sizeof whole, "%s/", c->warehouse);
+    if (!kp && (!pr || strcmp(pr, whole) != 0)) return FL_ERR_INVALID;
     if (!kp) kp = "";
     fl_buf_t loc;
     fl_buf_init(&loc, 0);

@@ -6,9 +6,17 @@
 //   java -cp 'PLUGIN/*' tests/compat/JavaPeer.java scan NS.TABLE [SNAPSHOT_ID]
 //   java -cp 'PLUGIN/*' tests/compat/JavaPeer.java append NS.TABLE FIRST N
 //   java -cp 'PLUGIN/*' tests/compat/JavaPeer.java plan NS.TABLE FIELD MIN_EXCLUSIVE
+//   java -cp 'PLUGIN/*' tests/compat/JavaPeer.java create NS.TABLE [category]
+//       (prints the table's location; "category": partitioned by category alone)
+//   java -cp 'PLUGIN/*' tests/compat/JavaPeer.java repl   (one command a line on stdin, each answered
+//       by its output and a line --ok-- or --failed--; one JVM for many commands)
+// A command "s3:CMD ..." uses S3FileIO whatever FLOE_FILE_IO says.
 //
 // Connection from the environment: FLOE_CATALOG_URI (…/iceberg), FLOE_WAREHOUSE (bucket ARN),
 // FLOE_S3_ENDPOINT, FLOE_ACCESS_KEY_ID, FLOE_SECRET_ACCESS_KEY, FLOE_REGION.
+// FLOE_FILE_IO=oss: Iceberg's OSSFileIO (iceberg-aliyun + aliyun-sdk-oss, fetch.sh oss) instead of
+// S3FileIO, with the catalog's oss.endpoint and client.access-key-id/-secret, the REST catalog
+// signed SigV4 "osstables"; FLOE_S3_ENDPOINT is not used then.
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.time.*;
@@ -30,21 +38,30 @@ public class JavaPeer {
         return v;
     }
 
-    static RESTCatalog catalog() {
+    static RESTCatalog catalog(String io) {
         Map<String, String> p = new HashMap<>();
         p.put("uri", env("FLOE_CATALOG_URI"));
         p.put("warehouse", env("FLOE_WAREHOUSE"));
         p.put("rest.sigv4-enabled", "true");
-        p.put("rest.signing-name", "s3tables");
         p.put("rest.signing-region", env("FLOE_REGION"));
         p.put("rest.access-key-id", env("FLOE_ACCESS_KEY_ID"));
         p.put("rest.secret-access-key", env("FLOE_SECRET_ACCESS_KEY"));
+        p.put("client.region", env("FLOE_REGION"));
+        if ("oss".equals(io)) {
+            p.put("rest.signing-name", "osstables");
+            p.put("io-impl", "org.apache.iceberg.aliyun.oss.OSSFileIO");
+            p.put("client.access-key-id", env("FLOE_ACCESS_KEY_ID"));
+            p.put("client.access-key-secret", env("FLOE_SECRET_ACCESS_KEY"));
+            RESTCatalog c = new RESTCatalog();
+            c.initialize("floe", p);
+            return c;
+        }
+        p.put("rest.signing-name", "s3tables");
         p.put("io-impl", "org.apache.iceberg.aws.s3.S3FileIO");
         p.put("s3.endpoint", env("FLOE_S3_ENDPOINT"));
         p.put("s3.access-key-id", env("FLOE_ACCESS_KEY_ID"));
         p.put("s3.secret-access-key", env("FLOE_SECRET_ACCESS_KEY"));
         p.put("s3.path-style-access", "true");
-        p.put("client.region", env("FLOE_REGION"));
         RESTCatalog c = new RESTCatalog();
         c.initialize("floe", p);
         return c;
@@ -193,8 +210,69 @@ public class JavaPeer {
         System.out.println(t.currentSnapshot().snapshotId());
     }
 
+    // The schema and spec of tests/integration/test_append_scan.py (SCHEMA, SPEC).
+    static Table create(RESTCatalog c, TableIdentifier id, boolean byCategory) {
+        Schema s = new Schema(
+            Types.NestedField.required(1, "id", Types.LongType.get()),
+            Types.NestedField.optional(2, "ts", Types.TimestampType.withZone()),
+            Types.NestedField.optional(3, "category", Types.StringType.get()),
+            Types.NestedField.optional(4, "amount", Types.DecimalType.of(10, 2)),
+            Types.NestedField.optional(5, "score", Types.DoubleType.get()),
+            Types.NestedField.optional(6, "info", Types.StructType.of(
+                Types.NestedField.optional(7, "a", Types.IntegerType.get()),
+                Types.NestedField.optional(8, "b", Types.StringType.get()))),
+            Types.NestedField.optional(9, "tags", Types.ListType.ofOptional(10, Types.StringType.get())),
+            Types.NestedField.optional(11, "attrs",
+                Types.MapType.ofOptional(12, 13, Types.StringType.get(), Types.LongType.get())));
+        PartitionSpec spec = byCategory ? PartitionSpec.builderFor(s).identity("category").build()
+            : PartitionSpec.builderFor(s).day("ts", "ts_day").identity("category").bucket("id", 4, "id_bucket").build();
+        if (!c.namespaceExists(id.namespace())) c.createNamespace(id.namespace());
+        return c.createTable(id, s, spec);
+    }
+
+    static final Map<String, RESTCatalog> CATALOGS = new HashMap<>();
+
     public static void main(String[] a) throws Exception {
-        try (RESTCatalog c = catalog()) {
+        try {
+            if (!a[0].equals("repl")) {
+                run(a);
+                return;
+            }
+            java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(System.in));
+            for (String line; (line = in.readLine()) != null; ) {
+                line = line.trim();
+                if (line.isEmpty()) continue;
+                try {
+                    run(line.split("\\s+"));
+                    System.out.println("--ok--");
+                } catch (Exception e) {
+                    e.printStackTrace();
+                    System.out.println("--failed--");
+                }
+                System.out.flush();
+            }
+        } finally {
+            for (RESTCatalog c : CATALOGS.values()) c.close();
+        }
+    }
+
+    static void run(String[] a) throws Exception {
+        String io = System.getenv("FLOE_FILE_IO");
+        if (a[0].startsWith("s3:")) {
+            io = "s3";
+            a[0] = a[0].substring(3);
+        }
+        RESTCatalog c = CATALOGS.get(String.valueOf(io));
+        if (c == null) {
+            c = catalog(io);
+            CATALOGS.put(String.valueOf(io), c);
+        }
+        {
+            if (a[0].equals("create")) {
+                boolean byCategory = a.length > 2 && a[2].equals("category");
+                System.out.println(create(c, TableIdentifier.parse(a[1]), byCategory).location());
+                return;
+            }
             Table t = c.loadTable(TableIdentifier.parse(a[1]));
             switch (a[0]) {
                 case "scan": scan(t, a.length > 2 ? Long.parseLong(a[2]) : null); break;

@@ -7,12 +7,21 @@
 #   .cache/spark-iceberg-$SPARK_ICEBERG_VERSION/ (only with the `spark` target) the jars a
 #       pyspark session loads for tests/integration/test_spark_sql.py: iceberg-spark-runtime
 #       (Spark $SPARK_MINOR, Scala $SCALA_BINARY) and iceberg-aws-bundle (SigV4, S3FileIO).
-# Usage: fetch.sh [kafka] [sink] [spark]; no target = kafka sink (what the compat runs need).
+#   .cache/oss-iceberg-$OSS_ICEBERG_VERSION/ (only with the `oss` target) the Java Iceberg library
+#       with Iceberg's OSSFileIO: iceberg-core, -data, -parquet, -aws (+ aws-bundle: the REST
+#       catalog's SigV4 signer), iceberg-aliyun and the aliyun-sdk-oss it is built against,
+#       hadoop-client-runtime/-api (Parquet's Configuration); tests/compat/JavaPeer.java runs on it
+#       with FLOE_FILE_IO=oss (tests/integration/test_oss_fileio.py).
+#   .cache/plugins/iceberg-$IV-oss/ (only with the `sink-oss` target) the sink plugin above plus
+#       iceberg-aliyun and aliyun-sdk-oss (OSSFileIO), for run.sh's SCENARIO=oss.
+# Usage: fetch.sh [kafka] [sink] [sink-oss] [spark] [oss]; no target = kafka sink (what the compat
+# runs need).
 # Idempotent: a directory is rebuilt only when its generated pom changes.
 # Env: KAFKA_VERSION (3.9.2), ICEBERG_VERSIONS ("1.10.1 1.12.0"), HADOOP_VERSION (3.3.6),
 #      FAILSAFE_VERSION (3.3.2), M2_REPO (tests/compat/.cache/m2),
 #      SPARK_ICEBERG_VERSION (1.10.1), SPARK_MINOR (3.5, as pyspark in tests/requirements.txt),
-#      SCALA_BINARY (2.12, pyspark 3.5's Scala).
+#      SCALA_BINARY (2.12, pyspark 3.5's Scala), OSS_ICEBERG_VERSION (1.10.1),
+#      ALIYUN_OSS_VERSION (3.10.2: the aliyun-sdk-oss iceberg-aliyun 1.10.1 is built against).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 CACHE="${COMPAT_CACHE:-$HERE/.cache}"
@@ -24,6 +33,8 @@ M2_REPO="${M2_REPO:-$CACHE/m2}"
 SPARK_ICEBERG_VERSION="${SPARK_ICEBERG_VERSION:-1.10.1}"
 SPARK_MINOR="${SPARK_MINOR:-3.5}"
 SCALA_BINARY="${SCALA_BINARY:-2.12}"
+OSS_ICEBERG_VERSION="${OSS_ICEBERG_VERSION:-1.10.1}"
+ALIYUN_OSS_VERSION="${ALIYUN_OSS_VERSION:-3.10.2}"
 TARGETS="${*:-kafka sink}"
 want() { [[ " $TARGETS " == *" $1 "* ]]; }
 mkdir -p "$CACHE"
@@ -83,19 +94,27 @@ want kafka && resolve "kafka-$KAFKA_VERSION" "$CACHE/kafka-$KAFKA_VERSION/lib" "
 )")"
 
 # --- Iceberg sink plugin directories ---------------------------------------------
+sink_deps() { # IV
+  dep $I iceberg-kafka-connect "$1" $K
+  dep $I iceberg-kafka-connect-events "$1" $K
+  dep $I iceberg-aws-bundle "$1"
+  dep $I iceberg-aws "$1"
+  dep $I iceberg-parquet "$1"
+  dep org.apache.hadoop hadoop-client-runtime "$HADOOP_VERSION"
+  dep org.apache.hadoop hadoop-client-api "$HADOOP_VERSION"
+  dep dev.failsafe failsafe "$FAILSAFE_VERSION"
+}
+want sink-oss && for IV in $ICEBERG_VERSIONS; do
+  resolve "iceberg-$IV-oss" "$CACHE/plugins/iceberg-$IV-oss/iceberg-sink" "$(pom iceberg-$IV-oss "$(
+    sink_deps "$IV"
+    dep $I iceberg-aliyun "$IV"
+    dep com.aliyun.oss aliyun-sdk-oss "$ALIYUN_OSS_VERSION"
+  )")"
+done
 want sink && for IV in $ICEBERG_VERSIONS; do
   out="$CACHE/plugins/iceberg-$IV"
   # one sub-directory = one plugin (Connect isolates each in its own class loader)
-  resolve "iceberg-$IV" "$out/iceberg-sink" "$(pom iceberg-$IV "$(
-    dep $I iceberg-kafka-connect "$IV" $K
-    dep $I iceberg-kafka-connect-events "$IV" $K
-    dep $I iceberg-aws-bundle "$IV"
-    dep $I iceberg-aws "$IV"
-    dep $I iceberg-parquet "$IV"
-    dep org.apache.hadoop hadoop-client-runtime "$HADOOP_VERSION"
-    dep org.apache.hadoop hadoop-client-api "$HADOOP_VERSION"
-    dep dev.failsafe failsafe "$FAILSAFE_VERSION"
-  )")"
+  resolve "iceberg-$IV" "$out/iceberg-sink" "$(pom iceberg-$IV "$(sink_deps "$IV")")"
   listing="$(unzip -l "$out/iceberg-sink/iceberg-kafka-connect-$IV.jar")"
   if ! grep -q 'org/apache/iceberg/connect/IcebergSinkConnector.class' <<<"$listing"; then
     echo "fetch: iceberg-kafka-connect-$IV.jar has no IcebergSinkConnector (see sink.md §1.4)" >&2; exit 1
@@ -107,6 +126,21 @@ if want spark; then
     pom spark-iceberg-$SPARK_ICEBERG_VERSION "$(
       dep $I "iceberg-spark-runtime-${SPARK_MINOR}_$SCALA_BINARY" "$SPARK_ICEBERG_VERSION"
       dep $I iceberg-aws-bundle "$SPARK_ICEBERG_VERSION"
+    )")"
+fi
+# --- OSSFileIO peer: the Java Iceberg library with iceberg-aliyun and the OSS Java SDK ---
+if want oss; then
+  resolve "oss-iceberg-$OSS_ICEBERG_VERSION" "$CACHE/oss-iceberg-$OSS_ICEBERG_VERSION" "$(
+    pom oss-iceberg-$OSS_ICEBERG_VERSION "$(
+      dep $I iceberg-core "$OSS_ICEBERG_VERSION"
+      dep $I iceberg-data "$OSS_ICEBERG_VERSION"
+      dep $I iceberg-parquet "$OSS_ICEBERG_VERSION"
+      dep $I iceberg-aws "$OSS_ICEBERG_VERSION"
+      dep $I iceberg-aws-bundle "$OSS_ICEBERG_VERSION"
+      dep $I iceberg-aliyun "$OSS_ICEBERG_VERSION"
+      dep com.aliyun.oss aliyun-sdk-oss "$ALIYUN_OSS_VERSION"
+      dep org.apache.hadoop hadoop-client-runtime "$HADOOP_VERSION"
+      dep org.apache.hadoop hadoop-client-api "$HADOOP_VERSION"
     )")"
 fi
 echo "fetch: done; cache $(du -sh "$CACHE" | cut -f1) at $CACHE"

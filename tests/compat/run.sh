@@ -9,6 +9,11 @@
 #               commit, while the rate-limited producer runs: RATE_EPS, default N/40 per s) and restart it
 #               auto-evolve: no namespace/table made beforehand; the connector runs with
 #               iceberg.tables.auto-create-enabled + evolve-schema-enabled, events N/2.. add a column
+#               oss: floe serve --location-scheme oss --s3-domain oss.floe.test (oss:// tables,
+#               virtual-hosted buckets); the sink writes with Iceberg's OSSFileIO (plugin
+#               iceberg-$ICEBERG_VERSION-oss: + iceberg-aliyun, aliyun-sdk-oss; OSS V1 signatures)
+#               and the catalog's oss.endpoint; the Connect JVM resolves {warehouse}.oss.floe.test
+#               to 127.0.0.1 through -Djdk.net.hosts.file
 #      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
 #      FLOE_BIN (build/floe)
 # Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
@@ -24,7 +29,8 @@ CHECKSUM="${CHECKSUM:-default}"
 COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
 TASKS_MAX="${TASKS_MAX:-2}"
 WAIT_SECS="${WAIT_SECS:-600}"
-SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss
+OSS_DOMAIN=oss.floe.test
 if [ "$SCENARIO" = auto-evolve ]; then export COMPAT_EVOLVE_FROM=$(( N / 2 )); fi
 FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
 PY="$REPO/.venv/bin/python"
@@ -34,9 +40,14 @@ export FLOE_ROOT_ACCESS_KEY_ID="${FLOE_ROOT_ACCESS_KEY_ID:-FLOECOMPATKEY0000001}
 export FLOE_ROOT_SECRET_ACCESS_KEY="${FLOE_ROOT_SECRET_ACCESS_KEY:-floeCompatSecret/0123456789abcdefghijkl}"
 export COMPAT_REGION=$REGION
 
-ICEBERG_VERSIONS="$ICEBERG_VERSION" KAFKA_VERSION="$KAFKA_VERSION" bash "$HERE/fetch.sh" >/dev/null
+if [ "$SCENARIO" = oss ]; then
+  ICEBERG_VERSIONS="$ICEBERG_VERSION" KAFKA_VERSION="$KAFKA_VERSION" bash "$HERE/fetch.sh" kafka sink-oss >/dev/null
+  PLUGINS="$CACHE/plugins/iceberg-$ICEBERG_VERSION-oss"
+else
+  ICEBERG_VERSIONS="$ICEBERG_VERSION" KAFKA_VERSION="$KAFKA_VERSION" bash "$HERE/fetch.sh" >/dev/null
+  PLUGINS="$CACHE/plugins/iceberg-$ICEBERG_VERSION"
+fi
 KLIB="$CACHE/kafka-$KAFKA_VERSION/lib"
-PLUGINS="$CACHE/plugins/iceberg-$ICEBERG_VERSION"
 "$PY" -c 'import confluent_kafka' 2>/dev/null || "$REPO/.venv/bin/pip" install -q confluent-kafka
 
 RUN="$CACHE/runs/$(date +%Y%m%d-%H%M%S)-iceberg$ICEBERG_VERSION-$CHECKSUM-$SCENARIO"
@@ -84,9 +95,11 @@ wait_for() { # secs description command...
 }
 
 # ---- floe ---------------------------------------------------------------------
+FLOE_ARGS=()
+[ "$SCENARIO" != oss ] || FLOE_ARGS=(--location-scheme oss --s3-domain $OSS_DOMAIN)
 start_floe() {
   "$FLOE_BIN" serve --data-dir "$RUN/floe-data" --s3-listen 127.0.0.1:$S3P \
-      --catalog-listen 127.0.0.1:$CATP --region $REGION >>"$RUN/floe.log" 2>&1 &
+      --catalog-listen 127.0.0.1:$CATP --region $REGION "${FLOE_ARGS[@]}" >>"$RUN/floe.log" 2>&1 &
   FLOE_PID=$!; PIDS+=($FLOE_PID)
   wait_for 20 "floe /health" curl -sf "$S3/health"
   log "floe up (s3 $S3, catalog $CAT, pid $FLOE_PID)"
@@ -172,6 +185,10 @@ plugin.path=$PLUGINS
 plugin.discovery=hybrid_warn
 P
 CONNECT_JVM=(-Xms256m -Xmx1500m)
+if [ "$SCENARIO" = oss ]; then # the warehouse's host is added once the table exists (read at each lookup)
+  printf '127.0.0.1 localhost\n' > "$RUN/hosts"
+  CONNECT_JVM+=(-Djdk.net.hosts.file="$RUN/hosts")
+fi
 if [ "$CHECKSUM" = when_required ]; then
   CONNECT_JVM+=(-Daws.requestChecksumCalculation=when_required -Daws.responseChecksumValidation=when_required)
 fi
@@ -216,6 +233,12 @@ cat > "$RUN/create-table.json" <<J
 J
 aws_t create-table --cli-input-json "file://$RUN/create-table.json" >"$RUN/aws-table.json" || die "create-table"
 log "table bucket $ARN, table $NS.$TABLE created with the AWS CLI"
+if [ "$SCENARIO" = oss ]; then
+  WH=$(aws_t get-table --table-bucket-arn "$ARN" --namespace $NS --name $TABLE --query warehouseLocation --output text)
+  [[ "$WH" == oss://* ]] || die "warehouse location $WH is not oss://"
+  printf '127.0.0.1 %s.%s\n' "${WH#oss://}" "$OSS_DOMAIN" >> "$RUN/hosts"
+  log "warehouse $WH, served as http://${WH#oss://}.$OSS_DOMAIN:$S3P"
+fi
 
 fi
 
@@ -225,6 +248,16 @@ if [ "$SCENARIO" = auto-evolve ]; then
   EXTRA_CONNECTOR_PROPS=',
   "iceberg.tables.auto-create-enabled": "true",
   "iceberg.tables.evolve-schema-enabled": "true"'
+fi
+IO_PROPS='  "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+  "iceberg.catalog.s3.endpoint": "'$S3'",
+  "iceberg.catalog.s3.access-key-id": "'$FLOE_ROOT_ACCESS_KEY_ID'",
+  "iceberg.catalog.s3.secret-access-key": "'$FLOE_ROOT_SECRET_ACCESS_KEY'",
+  "iceberg.catalog.s3.path-style-access": "true",'
+if [ "$SCENARIO" = oss ]; then # OSSFileIO; oss.endpoint comes from the catalog's table config
+  IO_PROPS='  "iceberg.catalog.io-impl": "org.apache.iceberg.aliyun.oss.OSSFileIO",
+  "iceberg.catalog.client.access-key-id": "'$FLOE_ROOT_ACCESS_KEY_ID'",
+  "iceberg.catalog.client.access-key-secret": "'$FLOE_ROOT_SECRET_ACCESS_KEY'",'
 fi
 cat > "$RUN/connector.json" <<J
 {"name": "iceberg-sink", "config": {
@@ -241,11 +274,7 @@ cat > "$RUN/connector.json" <<J
   "iceberg.catalog.rest.signing-name": "osstables",
   "iceberg.catalog.rest.access-key-id": "$FLOE_ROOT_ACCESS_KEY_ID",
   "iceberg.catalog.rest.secret-access-key": "$FLOE_ROOT_SECRET_ACCESS_KEY",
-  "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
-  "iceberg.catalog.s3.endpoint": "$S3",
-  "iceberg.catalog.s3.access-key-id": "$FLOE_ROOT_ACCESS_KEY_ID",
-  "iceberg.catalog.s3.secret-access-key": "$FLOE_ROOT_SECRET_ACCESS_KEY",
-  "iceberg.catalog.s3.path-style-access": "true",
+$IO_PROPS
   "iceberg.catalog.client.region": "$REGION",
   "key.converter": "org.apache.kafka.connect.json.JsonConverter",
   "key.converter.schemas.enable": "false",
@@ -269,7 +298,7 @@ failed_traces() {
 }
 table_rows() { (cd "$HERE" && "$PY" check.py count "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" 2>>"$RUN/check.log") || echo "?"; }
 RATE=0
-[ "$SCENARIO" = plain ] || [ "$SCENARIO" = auto-evolve ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
+[ "$SCENARIO" = plain ] || [ "$SCENARIO" = auto-evolve ] || [ "$SCENARIO" = oss ] || RATE="${RATE_EPS:-$(( N / 40 > 500 ? N / 40 : 500 ))}"
 [ "${DEMO:-0}" != 1 ] || RATE="${RATE_EPS:-1000}"   # the demo streams at a steady rate
 (cd "$HERE" && exec "$PY" events.py produce "$BOOT" "$TOPIC" "$N" 0 "$RATE") >"$RUN/produce.log" 2>&1 &
 PROD_PID=$!; PIDS+=($PROD_PID)

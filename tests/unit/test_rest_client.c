@@ -186,6 +186,14 @@ FL_TEST(io_parse_location)
     CHECK_STR(l.bucket, "b2");
     CHECK_EQ(fl_io_parse_location("s3n://b3/k/", &l, &p), FL_OK);
     CHECK_STR(l.key, "k/");
+    /* oss:// (OSS Tables' locations) names the same objects */
+    CHECK_EQ(fl_io_parse_location("oss://b4--table-s3/data/x.parquet", &l, &p), FL_OK);
+    CHECK_STR(l.bucket, "b4--table-s3");
+    CHECK_STR(l.key, "data/x.parquet");
+    CHECK_STR(fl_io_s3_rest("oss://b/k"), "b/k");
+    CHECK_STR(fl_io_s3_rest("s3a://b/k"), "b/k");
+    CHECK(fl_io_s3_rest("gs://b/k") == NULL);
+    CHECK(fl_io_s3_rest("os://b/k") == NULL);
     CHECK_EQ(fl_io_parse_location("s3://bkt", &l, &p), FL_ERR_INVALID);
     CHECK_EQ(fl_io_parse_location("s3://bkt/", &l, &p), FL_ERR_INVALID);
     CHECK_EQ(fl_io_parse_location("s3:///k", &l, &p), FL_ERR_INVALID);

@@ -289,3 +289,75 @@ FL_TEST(tablesvc_pointer_moves_take_the_table_lock)
     fl_catalog_close(cat);
     fl_store_close(store);
 }
+
+/* --location-scheme oss: a new table's location and metadata files are
+ * oss://{warehouse}; the row keeps s3:// as the warehouse's identity; either
+ * scheme is a valid metadata location and reads; a commit lands and its
+ * metadata file is oss:// too; set-location to the same warehouse under the
+ * other scheme is no move. */
+FL_TEST(tablesvc_oss_locations)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects", dir);
+    fl_store_t *store = fl_store_open(p);
+    snprintf(p, sizeof p, "%s/catalog.db", dir);
+    fl_catalog_t *cat = fl_catalog_open(p);
+    REQUIRE(store && cat);
+    fl_tablesvc_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" },
+                              .oss_locations = true };
+    fl_tablesvc_t *svc = fl_tablesvc_open(&cfg);
+    CHECK_STR(fl_tablesvc_scheme(svc), "oss");
+    fl_tbucket_t b = { .name = "lake" };
+    fl_arn_bucket(&cfg.scope, "lake", b.arn);
+    REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
+    fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
+    REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
+    fl_namespace_free(&ns);
+    json_t *create = json_loads("{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":"
+                                "[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}", 0, NULL);
+    int st = 0;
+    char emsg[256], msg[512], wl[FL_LOC_MAX];
+    json_t *meta = fl_iceberg_new_metadata(create, "s3://pending", &st, emsg, sizeof emsg);
+    json_decref(create);
+    REQUIRE(meta);
+    fl_table_t t;
+    const char *why = NULL;
+    REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "t", "tester", meta, &t, &why) == FL_OK);
+    json_decref(meta);
+    CHECK(!strncmp(t.warehouse, "s3://", 5));
+    fl_tablesvc_warehouse_url(svc, &t, wl);
+    CHECK(!strncmp(wl, "oss://", 6) && !strcmp(wl + 6, t.warehouse + 5));
+    CHECK(!strncmp(t.metadata_location, wl, strlen(wl)));
+    CHECK(fl_tablesvc_location_ok(&t, t.metadata_location));
+    char s3loc[2 * FL_LOC_MAX];
+    snprintf(s3loc, sizeof s3loc, "s3://%s", t.metadata_location + 6);
+    CHECK(fl_tablesvc_location_ok(&t, s3loc));
+    CHECK(!fl_tablesvc_location_ok(&t, "gs://x/metadata/a.metadata.json"));
+    fl_tmeta_t *m0 = NULL;
+    REQUIRE(fl_tablesvc_load(svc, &t, &m0, msg, sizeof msg) == FL_OK);
+    CHECK_STR(json_string_value(json_object_get(fl_tmeta_json(m0), "location")), wl);
+    fl_tmeta_release(m0);
+    json_t *md = NULL;
+    CHECK_EQ(fl_tablesvc_read_metadata(svc, s3loc, &md), FL_OK);
+    json_decref(md);
+    char wb[64], id[37];
+    CHECK(fl_tablesvc_warehouse_of(wl, wb, id));
+    CHECK_STR(id, t.id);
+    /* a commit with set-location to the same warehouse as s3:// */
+    char upd[FL_LOC_MAX + 256];
+    snprintf(upd, sizeof upd, "[{\"action\":\"set-location\",\"location\":\"%s\"},"
+             "{\"action\":\"set-properties\",\"updates\":{\"k\":\"v\"}}]", t.warehouse);
+    json_t *reqs = json_loads("[]", 0, NULL), *upds = json_loads(upd, 0, NULL);
+    REQUIRE(reqs && upds);
+    fl_tablesvc_change_t ch = { .ns = "ns", .name = "t", .requirements = reqs, .updates = upds };
+    fl_tablesvc_commit_t c = { .bucket = "lake", .principal = "tester" };
+    CHECK_EQ(fl_tablesvc_commit(svc, &c, &ch, 1, msg, sizeof msg), FL_OK);
+    CHECK(!strncmp(ch.location, "oss://", 6));
+    fl_tmeta_release(ch.result);
+    json_decref(reqs);
+    json_decref(upds);
+    fl_tablesvc_close(svc);
+    fl_catalog_close(cat);
+    fl_store_close(store);
+}
