@@ -6,6 +6,7 @@
 #   pg-test-server.sh start DIR    prints postgresql://floe@127.0.0.1:PORT/postgres
 #   pg-test-server.sh stop DIR     stops it (immediate) and removes DIR
 #   pg-test-server.sh restart DIR  immediate stop, start again on the same port
+#   pg-test-server.sh halt DIR     immediate stop, keeping DIR (resume starts it again)
 # Exit status 3: no server binaries here (apt-get install postgresql).
 set -euo pipefail
 cmd=${1:?start|stop|restart}; dir=${2:?directory}
@@ -34,9 +35,15 @@ restart)
   as_pg "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
   pg_start
   ;;
+halt)
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+  ;;
+resume)
+  pg_start
+  ;;
 stop)
   as_pg "$bindir/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
   rm -rf "$dir"
   ;;
-*) echo "usage: $0 start|stop|restart DIR" >&2; exit 2 ;;
+*) echo "usage: $0 start|stop|restart|halt|resume DIR" >&2; exit 2 ;;
 esac

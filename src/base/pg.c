@@ -351,7 +351,8 @@ fl_err_t fl_pg_begin(fl_pg_conn_t *k)
 /* The outcome of transaction xid after its connection was lost during COMMIT. */
 static fl_err_t resolve(fl_pg_t *p, int64_t xid)
 {
-    for (int attempt = 0; attempt < 20; attempt++) {
+    int64_t until = fl_mono_ms() + FL_PG_RESOLVE_MS;
+    while (fl_mono_ms() < until) {
         PGconn *pc = connect_one(p, true);
         if (pc) {
             char x[24];
@@ -360,6 +361,9 @@ static fl_err_t resolve(fl_pg_t *p, int64_t xid)
             PGresult *r = PQexecParams(pc, "SELECT txid_status($1::bigint)", 1, NULL, a, NULL, NULL, 0);
             const char *s = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) && !PQgetisnull(r, 0, 0)
                           ? PQgetvalue(r, 0, 0) : "";
+            const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            /* "in the future": a crash lost the transaction's WAL, so also its commit record */
+            if (state && !strcmp(state, "22023") && strstr(PQresultErrorMessage(r), "in the future")) s = "aborted";
             fl_err_t e = !strcmp(s, "committed") ? FL_OK : !strcmp(s, "aborted") ? FL_ERR_INTERNAL : FL_ERR_IO;
             bool pending = !strcmp(s, "in progress");
             PQclear(r);
@@ -379,6 +383,7 @@ static fl_err_t resolve(fl_pg_t *p, int64_t xid)
 
 fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err)
 {
+    k->commit_lost = false;
     if (!k->in_tx) return err;
     k->in_tx = false;
     if (err) {
@@ -390,7 +395,10 @@ fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err)
     ExecStatusType s = PQresultStatus(r);
     if (s == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(r), "COMMIT")) err = FL_OK;
     else if (s == PGRES_COMMAND_OK) err = FL_ERR_CONFLICT;  /* "ROLLBACK": the transaction had failed */
-    else if (lost(k, r)) err = resolve(k->owner, k->xid);
+    else if (lost(k, r)) {
+        k->commit_lost = true;
+        err = resolve(k->owner, k->xid);
+    }
     else err = res_err(k, r, "commit");
     PQclear(r);
     return err;

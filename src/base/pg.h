@@ -50,6 +50,7 @@
 #define FL_PG_STATEMENT_TIMEOUT_MS 15000
 #define FL_PG_LOCK_TIMEOUT_MS 5000
 #define FL_PG_IDLE_TX_TIMEOUT_MS 60000
+#define FL_PG_RESOLVE_MS 15000        /* how long a lost COMMIT's outcome is sought */
 #define FL_PG_MAX_ARGS 20
 
 typedef struct fl_pg_cfg {
@@ -71,6 +72,9 @@ typedef struct fl_pg_conn {
     bool *prepared;                    /* per statement */
     bool in_tx;
     int64_t xid;                       /* the open transaction's id (txid_current) */
+    bool commit_lost;                  /* fl_pg_end: the connection died during COMMIT (the
+                                          result is txid_status's; a caller that can check its
+                                          own writes may overrule it) */
     PGresult *res;                     /* the last statement's rows (cleared by the next call) */
     int nrows;
     int64_t changes;                   /* rows the last statement inserted/updated/deleted */
@@ -102,8 +106,11 @@ void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k);
 fl_err_t fl_pg_begin(fl_pg_conn_t *k);
 /* Commits when err is FL_OK, else rolls back; returns the outcome. A
  * connection lost while COMMIT was in flight is resolved with txid_status
- * on a new connection: committed is FL_OK, aborted FL_ERR_INTERNAL, else
- * FL_ERR_IO (unknown). No-op returning err when no transaction is open. */
+ * on a new connection: committed is FL_OK, aborted (or an id "in the future":
+ * a crash lost the transaction's WAL) FL_ERR_INTERNAL, else FL_ERR_IO
+ * (unknown); k->commit_lost is then set. After a crash an id whose WAL was
+ * lost can be issued again, so a caller that can see its own writes should
+ * check them. No-op returning err when no transaction is open. */
 fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err);
 
 /* Runs statement st with a's arguments: the rows stay in k->res, k->nrows,

@@ -494,6 +494,22 @@ static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, co
     return err;
 }
 
+/* After a COMMIT whose connection was lost (txid_said: txid_status's verdict):
+ * the rows tell better. Every row at its new token: it landed. A row still at
+ * its expected token: it did not (the swaps land all or none, and tokens are
+ * never reused). Rows moved on by later commits: txid_said stands. */
+static fl_err_t swap_landed(fl_catalog_t *c, const fl_table_swap_t *swaps, size_t n, fl_err_t txid_said)
+{
+    size_t landed = 0;
+    for (size_t i = 0; i < n; i++) {
+        fl_table_t t;
+        if (pg_table_get(c, swaps[i].bucket, swaps[i].ns, swaps[i].name, &t) != FL_OK) return txid_said;
+        if (!strcmp(t.version_token, swaps[i].new_token_out)) landed++;
+        else if (swaps[i].expect_token && !strcmp(t.version_token, swaps[i].expect_token)) return FL_ERR_INTERNAL;
+    }
+    return landed == n ? FL_OK : txid_said;
+}
+
 static fl_err_t pg_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n)
 {
     int64_t now = fl_now_ms();
@@ -520,7 +536,9 @@ static fl_err_t pg_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n)
     }
 out:
     err = fl_pg_end(k, err);
+    bool lost = k->commit_lost;
     fl_pg_put(c->pg, k);
+    if (lost) err = swap_landed(c, swaps, n, err);
     if (err)
         for (size_t i = 0; i < n; i++) swaps[i].new_token_out[0] = 0;
     return err;
