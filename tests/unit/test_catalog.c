@@ -993,3 +993,50 @@ FL_TEST(pg_catalog_schema_version_and_two_nodes)
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "ns", "t", &g), FL_OK);
     fl_catalog_close(c);
 }
+
+/* Several nodes on one PostgreSQL: three catalog handles (three nodes' pools),
+ * two threads each, race to claim one table's maintenance lease, round after
+ * round: exactly one claimer wins, the others get FL_ERR_CONFLICT. */
+struct claimer { fl_catalog_t *c; pthread_barrier_t *bar; char owner[32]; fl_err_t e; int round; };
+
+static void *claimer_main(void *arg)
+{
+    struct claimer *m = arg;
+    pthread_barrier_wait(m->bar);
+    m->e = fl_catalog_maint_claim(m->c, "arn:t", "icebergCompaction", m->owner, 1000 + m->round, 60000);
+    return NULL;
+}
+
+FL_TEST(pg_catalog_lease_race_across_nodes)
+{
+    if (!fl_test_pg_ready()) return;
+    use_pg = true;
+    fl_catalog_t *c[3] = { open_fresh() };
+    use_pg = false;
+    REQUIRE(c[0]);
+    c[1] = fl_catalog_open(db_path);
+    c[2] = fl_catalog_open(db_path);
+    REQUIRE(c[1] && c[2]);
+    enum { N = 6 };
+    for (int round = 0; round < 10; round++) {
+        pthread_barrier_t bar;
+        pthread_barrier_init(&bar, NULL, N);
+        struct claimer m[N];
+        pthread_t th[N];
+        for (int i = 0; i < N; i++) {
+            m[i] = (struct claimer){ .c = c[i % 3], .bar = &bar, .round = round };
+            snprintf(m[i].owner, sizeof m[i].owner, "node-%d-%d", i % 3, i);
+            pthread_create(&th[i], NULL, claimer_main, &m[i]);
+        }
+        int wins = 0, winner = -1;
+        for (int i = 0; i < N; i++) {
+            pthread_join(th[i], NULL);
+            if (m[i].e == FL_OK) { wins++; winner = i; }
+            else CHECK_EQ(m[i].e, FL_ERR_CONFLICT);
+        }
+        pthread_barrier_destroy(&bar);
+        CHECK_EQ(wins, 1);
+        if (winner >= 0) CHECK_EQ(fl_catalog_maint_release(c[(winner + 1) % 3], "arn:t", m[winner].owner), FL_OK);
+    }
+    for (int i = 0; i < 3; i++) fl_catalog_close(c[i]);
+}
