@@ -78,7 +78,7 @@ typedef struct health {
     int64_t checked_ms;
     bool ok;
     char detail[256];
-    volatile sig_atomic_t draining;
+    bool draining;                     /* under mu */
 } health_t;
 
 static bool health_check(void *ud, char *detail, size_t cap)
@@ -368,7 +368,9 @@ int fl_cmd_serve(int argc, char **argv)
             if (drain_s > 0 && !hc.draining) {
                 /* /health says 503 from now on; keep serving until the balancer has noticed */
                 fl_info("signal %d: draining for %gs (/health answers 503), then shutting down", sig, drain_s);
+                pthread_mutex_lock(&hc.mu);
                 hc.draining = 1;
+                pthread_mutex_unlock(&hc.mu);
                 int64_t until = fl_mono_ms() + (int64_t)(drain_s * 1000);
                 while (fl_mono_ms() < until) {
                     int64_t left = until - fl_mono_ms();

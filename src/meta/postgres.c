@@ -27,6 +27,7 @@
 #include "base/time.h"
 #include "base/uuid.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,9 +162,15 @@ static fl_err_t collect_rows(fl_conn_t *k, int st, const args_t *a, int max, siz
     return FL_OK;
 }
 
-fl_catalog_t *fl_catalog_pg_open(const char *url)
+static void stmts_init(void)
 {
     for (int i = 0; i < ST_COUNT; i++) stmts[i] = pg_sql[i] ? pg_sql[i] : fl_catalog_sql[i];
+}
+
+fl_catalog_t *fl_catalog_pg_open(const char *url)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, stmts_init);
     fl_pg_cfg_t cfg = {
         .label = "catalog", .url = url, .migrations = migrations, .n_migrations = SCHEMA_VERSION,
         .statements = stmts, .n_statements = ST_COUNT,
