@@ -212,3 +212,112 @@ FL_TEST(pg_successor_utf8)
     CHECK(memcmp(s, "\xf4\x8f\xbf\xbf", 4) == 0);
     free(s);
 }
+
+/* ---- a COMMIT that lands while its answer is lost ----
+ * A TCP proxy between the pool and the server forwards everything until,
+ * armed, it sees the simple-query message "COMMIT": it passes that on, drops
+ * the server's answer, waits for the commit to be done, and cuts both sides. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+struct proxy { int lfd, port, upstream; atomic_int armed; };
+struct link_ { atomic_int cut, refs; };        /* one proxied connection, freed by its last pump */
+struct pipe_ { int from, to; struct link_ *l; struct proxy *px; bool client_side; };
+
+static void *pump(void *arg)
+{
+    struct pipe_ *p = arg;
+    static const char commit_msg[] = "Q\0\0\0\x0b" "COMMIT";   /* 'Q', int32 11, "COMMIT\0" */
+    char buf[16384];
+    for (;;) {
+        ssize_t n = recv(p->from, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        if (atomic_load(&p->l->cut)) continue;                   /* the answer is lost */
+        bool hit = p->client_side && atomic_load(&p->px->armed) &&
+                   memmem(buf, (size_t)n, commit_msg, sizeof commit_msg) != NULL;
+        if (send(p->to, buf, (size_t)n, MSG_NOSIGNAL) != n) break;
+        if (hit) {
+            atomic_store(&p->px->armed, 0);
+            atomic_store(&p->l->cut, 1);
+            usleep(300 * 1000);                                  /* the server commits */
+            shutdown(p->from, SHUT_RDWR);
+            shutdown(p->to, SHUT_RDWR);
+            break;
+        }
+    }
+    shutdown(p->to, SHUT_WR);
+    if (atomic_fetch_sub(&p->l->refs, 1) == 1) {
+        close(p->from);
+        close(p->to);
+        free(p->l);
+    }
+    free(p);
+    return NULL;
+}
+
+static void *proxy_main(void *arg)
+{
+    struct proxy *px = arg;
+    for (;;) {
+        int c = accept(px->lfd, NULL, NULL);
+        if (c < 0) return NULL;
+        int s = socket(AF_INET, SOCK_STREAM, 0);
+        struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)px->upstream) };
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(s, (struct sockaddr *)&a, sizeof a) != 0) { close(c); close(s); continue; }
+        struct link_ *l = calloc(1, sizeof *l);
+        atomic_store(&l->refs, 2);
+        struct pipe_ *up = calloc(1, sizeof *up), *down = calloc(1, sizeof *down);
+        *up = (struct pipe_){ c, s, l, px, true };
+        *down = (struct pipe_){ s, c, l, px, false };
+        pthread_t t1, t2;
+        pthread_create(&t1, NULL, pump, up);
+        pthread_create(&t2, NULL, pump, down);
+        pthread_detach(t1);
+        pthread_detach(t2);
+    }
+}
+
+FL_TEST(pg_commit_whose_answer_is_lost_is_found_committed)
+{
+    char url[256], purl[300];
+    if (!fl_test_pg_ready()) return;
+    REQUIRE(fl_test_pg_fresh_db(url, sizeof url));
+    const char *colon = strrchr(url, ':'), *slash = strrchr(url, '/');
+    REQUIRE(colon && slash && slash > colon);
+    static struct proxy px;
+    px.upstream = atoi(colon + 1);
+    px.lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    REQUIRE(bind(px.lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(px.lfd, 16) == 0);
+    REQUIRE(getsockname(px.lfd, (struct sockaddr *)&a, &al) == 0);
+    px.port = ntohs(a.sin_port);
+    pthread_t th;
+    pthread_create(&th, NULL, proxy_main, &px);
+    snprintf(purl, sizeof purl, "%.*s:%d%s", (int)(colon - url), url, px.port, slash);
+
+    fl_pg_t *p = open_db(purl, 2, 0, 0);
+    REQUIRE(p);
+    fl_pg_conn_t *c = fl_pg_get(p);
+    REQUIRE(c);
+    REQUIRE(fl_pg_begin(c) == FL_OK);
+    fl_pg_args_t args = { 0 };
+    fl_pg_arg_str(&args, 1, "landed");
+    fl_pg_arg_str(&args, 2, "yes");
+    REQUIRE(fl_pg_exec(c, S_PUT, &args, "put") == FL_OK);
+    atomic_store(&px.armed, 1);
+    fprintf(stderr, "  (a lost COMMIT is expected below)\n");
+    CHECK_EQ(fl_pg_end(c, FL_OK), FL_OK);          /* txid_status: committed */
+    CHECK(c->commit_lost);
+    fl_pg_put(p, c);
+    fl_pg_close(p);
+    CHECK_EQ(scalar(url, "SELECT count(*) FROM kv WHERE k = 'landed'"), 1);
+    shutdown(px.lfd, SHUT_RDWR);                   /* the accept loop ends */
+    pthread_join(th, NULL);
+    close(px.lfd);
+    usleep(200 * 1000);                            /* the pumps see their sockets close */
+}
