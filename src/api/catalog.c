@@ -4,6 +4,7 @@
  * the front door the path belongs to, so every client sees its own protocol's
  * error shape. */
 #include "api/catalog.h"
+#include "api/iam.h"
 #include "api/rest.h"
 #include "api/tables.h"
 #include "base/checksum.h"
@@ -40,9 +41,31 @@ static const char *auth_type(bool rest, const fl_sigv4_error_t *e)
 /* Renders a SigV4 failure. A region outside this server's scope is answered
  * as AWS's JSON services do (403, "Credential should be scoped to a valid
  * region"), not with S3's AuthorizationHeaderMalformed. */
+/* Was the request signed for iam or sts (its credential scope says so, even
+ * when the signature does not verify)? Then its errors are IAM XML. */
+static bool iam_scoped(const fl_http_req_t *req)
+{
+    const fl_http_header_t *h = fl_http_header(req, "authorization");
+    if (!h) return false;
+    fl_slice_t v = { h->value, h->value_len };
+    static const char *const tails[] = { "/iam/aws4_request", "/sts/aws4_request" };
+    for (int i = 0; i < 2; i++) {
+        size_t tl = strlen(tails[i]);
+        for (size_t j = 0; j + tl <= v.len; j++)
+            if (!memcmp(v.ptr + j, tails[i], tl)) return true;
+    }
+    return false;
+}
+
 static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
 {
     fl_http_set_op(r->c, "Unauthenticated");
+    if (iam_scoped(r->req)) {
+        const char *code = err->code && !strcmp(err->code, "SignatureDoesNotMatch") ? "SignatureDoesNotMatch"
+                                                                                      : "InvalidClientTokenId";
+        fl_iam_api_error(r, 403, code, err->message[0] ? err->message : "The security token included in the request is invalid.");
+        return;
+    }
     if (err->detail_name && !strcmp(err->detail_name, "Region")) {
         char msg[160];
         snprintf(msg, sizeof msg, "Credential should be scoped to a valid region, not the one "
@@ -52,6 +75,20 @@ static void auth_error(fl_api_req_t *r, bool rest, const fl_sigv4_error_t *err)
     }
     front_error(r, rest, err->status ? err->status : 403, auth_type(rest, err),
                 err->message[0] ? err->message : "The request signature is not valid.");
+}
+
+/* True if the Content-MD5 header is the base64 MD5 of body. */
+static bool content_md5_ok(const fl_http_req_t *req, const char *body, size_t len)
+{
+    fl_slice_t v = fl_slice_trim(fl_http_header_val(req, "content-md5"));
+    unsigned char want[32], got[FL_CK_MAX_DIGEST];
+    if (!v.ptr || fl_base64_decode(v.ptr, v.len, want, sizeof want) != 16) return false;
+    fl_cksum_t ck;
+    fl_cksum_init(&ck, FL_CK_MD5);
+    fl_cksum_update(&ck, body, len);
+    fl_cksum_final(&ck, got);
+    fl_cksum_free(&ck);
+    return memcmp(want, got, 16) == 0;
 }
 
 /* Reads the whole (capped) body into out; false after rendering the error. */
@@ -92,20 +129,37 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
     fl_buf_t body;
     fl_buf_init(&body, FL_CATALOG_MAX_BODY); /* grows as the body arrives, up to the cap */
-    fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
-    fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
 
     fl_sigv4_req_t sr = {
         .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
         .raw_query = req->query, .raw_query_len = req->query_len,
         .headers = req->headers, .nheaders = req->nheaders,
     };
-    static const char *const services[] = { "s3tables", "osstables", NULL };
+    static const char *const services[] = { "s3tables", "osstables", "iam", "sts", NULL };
+    static const char *const products[] = { "osstables", NULL };
+    const char *region = fl_tablesvc_cfg(cfg->svc)->scope.region;
     fl_sigv4_cfg_t vc = { .lookup = cfg->lookup, .lookup_ud = cfg->lookup_ud, .services = services,
-                          .region = fl_tablesvc_cfg(cfg->svc)->scope.region, .now = fl_now_ms() / 1000 };
+                          .region = region, .now = fl_now_ms() / 1000, .oss_products = products };
     fl_sigv4_error_t err = { 0 };
     fl_sigv4_auth_t auth;
-    bool signed_req = fl_sigv4_present(&sr), body_signed = signed_req && fl_sigv4_body_signed(&sr);
+    fl_sig_dialect_t dialect = fl_sigv4_dialect(&sr);
+    r.dialect = dialect;
+    if (fl_sig_is_oss(dialect)) { /* OSS Tables' request id, on every answer */
+        fl_http_resp_header(c, "x-oss-request-id", fl_http_request_id(c));
+    } else {
+        fl_http_resp_header(c, "x-amz-request-id", fl_http_request_id(c));
+        fl_http_resp_header(c, "x-amzn-RequestId", fl_http_request_id(c));
+    }
+    bool signed_req = dialect != FL_SIG_NONE, body_signed = signed_req && fl_sigv4_body_signed(&sr);
+    fl_buf_t resource;
+    fl_buf_init(&resource, FL_HTTP_MAX_TARGET_BYTES + 4096);
+    if (dialect == FL_SIG_OSS4) {
+        /* OSS4 signs the tables flavour's resource, not the path */
+        if (fl_oss4_tables_resource(&sr, region, &resource) != FL_OK) fl_buf_reset(&resource);
+        vc.oss_resource = resource.ptr ? resource.ptr : "/";
+        vc.oss_resource_len = resource.ptr ? resource.len : 1;
+    }
+    fl_iam_who_t who = { 0 };
 
     /* the head */
     if (!signed_req && !cfg->insecure_no_auth) {
@@ -128,8 +182,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         goto out;
     }
     /* A body must be covered by the signature: UNSIGNED-PAYLOAD (an S3-only mode) and
-     * presigned URLs sign no body, so anyone holding one could send any JSON with it. */
-    if (signed_req && !body_signed && auth.payload_mode != FL_PAYLOAD_SHA256 &&
+     * presigned URLs sign no body, so anyone holding one could send any JSON with it.
+     * OSS4 clients send UNSIGNED-PAYLOAD with a Content-MD5, which OSS4 always
+     * signs: that covers the body once it is checked against it below. */
+    bool md5_covers = dialect == FL_SIG_OSS4 && fl_http_header(req, "content-md5");
+    if (signed_req && !body_signed && auth.payload_mode != FL_PAYLOAD_SHA256 && !md5_covers &&
         (req->content_length > 0 || req->chunked)) {
         fl_http_set_op(c, "Unauthenticated");
         fl_http_close_after(c);
@@ -158,6 +215,12 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             auth_error(&r, rest, &err);
             goto out;
         }
+        if (md5_covers && !content_md5_ok(req, r.body, r.body_len)) {
+            fl_http_set_op(c, "Unauthenticated");
+            front_error(&r, rest, 400, "BadRequestException",
+                        "The Content-MD5 you specified did not match what we received.");
+            goto out;
+        }
         if (auth.payload_mode == FL_PAYLOAD_SHA256 && strcmp(auth.payload_sha256, hash) != 0) {
             fl_http_set_op(c, "Unauthenticated");
             front_error(&r, rest, 400, "BadRequestException",
@@ -165,12 +228,41 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             goto out;
         }
         r.principal = auth.akid;
+        r.service = auth.service;
+        if (cfg->iam) {
+            const fl_http_header_t *tok = fl_http_header(req, "x-amz-security-token");
+            char *token = tok ? fl_strndup(tok->value, tok->value_len) : NULL;
+            char msg[128];
+            fl_err_t e = fl_iam_identify(cfg->iam, auth.akid, token, &who, msg);
+            free(token);
+            if (e != FL_OK) {
+                fl_http_set_op(c, "Unauthenticated");
+                if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts"))
+                    fl_iam_api_error(&r, 403, "InvalidClientTokenId", msg);
+                else front_error(&r, rest, 403, rest ? "NotAuthorizedException" : "UnrecognizedClientException", msg);
+                goto out;
+            }
+            r.who = &who;
+        }
+        if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts")) {
+            fl_iam_api_handle(&r);
+            goto out;
+        }
     }
 
     /* drops must work on a full disk: the catalog's commit needs room too */
     if (!strcmp(req->method, "DELETE")) fl_store_make_room(fl_tablesvc_cfg(cfg->svc)->store);
     if (rest) fl_rest_handle(&r);
     else fl_tables_handle(&r);
+    /* every write attempt (a denial has its own line) */
+    if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && fl_http_resp_status_of(c) != 403) {
+        char detail[32], res[600];
+        snprintf(detail, sizeof detail, "status %d", fl_http_resp_status_of(c));
+        snprintf(res, sizeof res, "%.*s", (int)(req->path_len < 512 ? req->path_len : 512), req->path);
+        fl_iam_audit(r.who, "write", fl_http_op(c), res, NULL, detail);
+    }
 out:
+    fl_buf_free(&resource);
+    fl_iam_who_free(&who);
     fl_buf_free(&body);
 }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include "auth/sigv4.h"
+#include "catalog/iam.h"
 #include "catalog/tablesvc.h"
 #include "net/http.h"
 
@@ -18,6 +19,7 @@ typedef struct fl_catalog_cfg {
     bool insecure_no_auth;
     fl_secret_lookup_fn lookup;
     void *lookup_ud;
+    fl_iam_t *iam;                /* identities and authorisation (NULL: no checks, tests) */
 } fl_catalog_cfg_t;
 
 /* One request, as the front doors see it: borrowed for the handler's call, on
@@ -31,5 +33,12 @@ typedef struct fl_api_req {
     const char *body;             /* whole request body, NUL-terminated ("" when none) */
     size_t body_len;
     const char *principal;        /* access key id, or "anonymous" */
+    /* The client's dialect, from its signature (even one that failed to
+     * verify): OSS4 or V1 (fl_sig_is_oss) makes the S3 Tables front door answer as OSS
+     * Tables does (x-oss-error-type, x-oss-request-id); anything else keeps
+     * S3 Tables' shapes. */
+    fl_sig_dialect_t dialect;
+    const fl_iam_who_t *who;      /* the signer; NULL when unsigned (--insecure-no-auth) */
+    const char *service;          /* the signing name: "s3tables", "osstables", "iam", "sts" */
 } fl_api_req_t;
 #endif

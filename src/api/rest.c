@@ -15,6 +15,7 @@
  * only when the swap's outcome is unknown. Buckets and namespaces are still read and
  * written here straight from the catalog store. */
 #include "api/rest.h"
+#include "catalog/iam.h"
 #include "catalog/tablesvc.h"
 #include "base/limits.h"
 #include "base/log.h"
@@ -276,6 +277,10 @@ typedef struct route {
     const char *pattern;   /* below /v1/{prefix}/; {x} matches one segment */
     route_fn fn;
     const char *nf_type;   /* 404 type when the table bucket is unknown */
+    const char *actions;   /* s3tables: actions it needs (the source document's mapping), ',' between */
+    char on;               /* what they act on: 'b' the bucket, 'n' the namespace {namespace},
+                            * 't' the table {table}, 'c' a table named in the body (create),
+                            * 'r' a rename's source, 'x' every table of a transaction */
 } route_t;
 
 /* ------------------------------------------------------------------ */
@@ -630,6 +635,12 @@ static void h_create_table(rctx_t *x)
             err(x, 500, "ServiceFailureException", "Could not create the table's warehouse.");
             return;
         }
+        /* the data plane authorises writes into it as the table-to-be's (GetTableData/PutTableData) */
+        json_t *st = json_pack("{s:s,s:s,s:s}", "bucket", x->bucket, "namespace", x->ns, "name", name);
+        char *sttext = st ? json_dumps(st, JSON_COMPACT) : NULL;
+        if (sttext) fl_catalog_doc_put(x->sc->cat, loc, "staged", sttext);
+        free(sttext);
+        json_decref(st);
         char *text = json_dumps(meta, JSON_COMPACT);
         if (text) send_load_result(x, NULL, text, strlen(text), false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
@@ -1091,31 +1102,114 @@ static void h_drop_view(rctx_t *x)
 /* routing                                                              */
 
 static const route_t routes[] = {
-    { "GET", "namespaces", h_list_ns, "NoSuchNamespaceException" },
-    { "POST", "namespaces", h_create_ns, "NoSuchNamespaceException" },
-    { "GET", "namespaces/{namespace}", h_load_ns, "NoSuchNamespaceException" },
-    { "HEAD", "namespaces/{namespace}", h_head_ns, "NoSuchNamespaceException" },
-    { "DELETE", "namespaces/{namespace}", h_drop_ns, "NoSuchNamespaceException" },
-    { "POST", "namespaces/{namespace}/properties", h_ns_props, "NoSuchNamespaceException" },
-    { "GET", "namespaces/{namespace}/tables", h_list_tables, "NoSuchNamespaceException" },
-    { "POST", "namespaces/{namespace}/tables", h_create_table, "NoSuchNamespaceException" },
-    { "POST", "namespaces/{namespace}/register", h_register, "NoSuchNamespaceException" },
-    { "GET", "namespaces/{namespace}/tables/{table}", h_load_table, "NoSuchTableException" },
-    { "HEAD", "namespaces/{namespace}/tables/{table}", h_head_table, "NoSuchTableException" },
-    { "POST", "namespaces/{namespace}/tables/{table}", h_commit_table, "NoSuchTableException" },
-    { "DELETE", "namespaces/{namespace}/tables/{table}", h_drop_table, "NoSuchTableException" },
-    { "POST", "namespaces/{namespace}/tables/{table}/metrics", h_metrics, "NoSuchTableException" },
-    { "POST", "tables/rename", h_rename_table, "NoSuchTableException" },
-    { "POST", "transactions/commit", h_commit_tx, "NoSuchTableException" },
-    { "GET", "namespaces/{namespace}/views", h_list_views, "NoSuchNamespaceException" },
-    { "POST", "namespaces/{namespace}/views", h_create_view, "NoSuchNamespaceException" },
-    { "GET", "namespaces/{namespace}/views/{view}", h_load_view, "NoSuchViewException" },
-    { "HEAD", "namespaces/{namespace}/views/{view}", h_head_view, "NoSuchViewException" },
-    { "POST", "namespaces/{namespace}/views/{view}", h_replace_view, "NoSuchViewException" },
-    { "DELETE", "namespaces/{namespace}/views/{view}", h_drop_view, "NoSuchViewException" },
-    { "POST", "views/rename", h_rename_view, "NoSuchViewException" },
+    { "GET", "namespaces", h_list_ns, "NoSuchNamespaceException", "ListNamespaces", 'b' },
+    { "POST", "namespaces", h_create_ns, "NoSuchNamespaceException", "CreateNamespace", 'b' },
+    { "GET", "namespaces/{namespace}", h_load_ns, "NoSuchNamespaceException", "GetNamespace", 'n' },
+    { "HEAD", "namespaces/{namespace}", h_head_ns, "NoSuchNamespaceException", "GetNamespace", 'n' },
+    { "DELETE", "namespaces/{namespace}", h_drop_ns, "NoSuchNamespaceException", "DeleteNamespace", 'n' },
+    { "POST", "namespaces/{namespace}/properties", h_ns_props, "NoSuchNamespaceException", "CreateNamespace", 'n' },
+    { "GET", "namespaces/{namespace}/tables", h_list_tables, "NoSuchNamespaceException", "ListTables", 'n' },
+    { "POST", "namespaces/{namespace}/tables", h_create_table, "NoSuchNamespaceException",
+      "CreateTable,PutTableData", 'c' },
+    { "POST", "namespaces/{namespace}/register", h_register, "NoSuchNamespaceException",
+      "CreateTable,PutTableData", 'c' },
+    { "GET", "namespaces/{namespace}/tables/{table}", h_load_table, "NoSuchTableException",
+      "GetTableMetadataLocation,GetTableData", 't' },
+    { "HEAD", "namespaces/{namespace}/tables/{table}", h_head_table, "NoSuchTableException", "GetTable", 't' },
+    { "POST", "namespaces/{namespace}/tables/{table}", h_commit_table, "NoSuchTableException",
+      "UpdateTableMetadataLocation,PutTableData,GetTableData", 't' },
+    { "DELETE", "namespaces/{namespace}/tables/{table}", h_drop_table, "NoSuchTableException", "DeleteTable", 't' },
+    { "POST", "namespaces/{namespace}/tables/{table}/metrics", h_metrics, "NoSuchTableException", "GetTable", 't' },
+    { "POST", "tables/rename", h_rename_table, "NoSuchTableException", "RenameTable", 'r' },
+    { "POST", "transactions/commit", h_commit_tx, "NoSuchTableException",
+      "UpdateTableMetadataLocation,PutTableData,GetTableData", 'x' },
+    { "GET", "namespaces/{namespace}/views", h_list_views, "NoSuchNamespaceException", "ListTables", 'n' },
+    { "POST", "namespaces/{namespace}/views", h_create_view, "NoSuchNamespaceException", "CreateTable", 'c' },
+    { "GET", "namespaces/{namespace}/views/{view}", h_load_view, "NoSuchViewException",
+      "GetTableMetadataLocation", 't' },
+    { "HEAD", "namespaces/{namespace}/views/{view}", h_head_view, "NoSuchViewException", "GetTable", 't' },
+    { "POST", "namespaces/{namespace}/views/{view}", h_replace_view, "NoSuchViewException",
+      "UpdateTableMetadataLocation", 't' },
+    { "DELETE", "namespaces/{namespace}/views/{view}", h_drop_view, "NoSuchViewException", "DeleteTable", 't' },
+    { "POST", "views/rename", h_rename_view, "NoSuchViewException", "RenameTable", 'r' },
 };
 static const size_t nroutes = sizeof routes / sizeof routes[0];
+
+/* ------------------------------------------------------------------ */
+/* authorisation: each route needs the actions of the source document's
+ * "Iceberg REST operation -> OSS action" table, on the table's ARN when it
+ * names one that exists, else on "{bucket ARN}/table/" + "*" (table actions) or the
+ * bucket's ARN, with s3tables:namespace / s3tables:tableName set. A denial is
+ * a 403 ForbiddenException before the handler runs: nothing changes. */
+
+static bool may(rctx_t *x, const char *actions, const fl_tbucket_t *b, const char *ns, const char *name,
+                bool table_level)
+{
+    const fl_iam_who_t *who = x->r->who;
+    if (!who || !x->cfg->iam) return true;
+    const char *acts[4];
+    char buf[4][64];
+    size_t n = 0;
+    for (const char *p = actions; *p && n < 4;) {
+        size_t l = strcspn(p, ",");
+        snprintf(buf[n], sizeof buf[n], "s3tables:%.*s", (int)l, p);
+        acts[n] = buf[n];
+        n++;
+        p += l + (p[l] == ',');
+    }
+    fl_table_t t;
+    bool have = table_level && ns && name && fl_catalog_table_get(x->sc->cat, b->name, ns, name, &t) == FL_OK;
+    fl_iam_target_t tg = { .bucket = b, .table = have ? &t : NULL, .ns = ns, .name = name,
+                           .table_level = table_level };
+    char msg[FL_ARN_MAX * 3 + 128];
+    if (fl_iam_check(x->cfg->iam, who, acts, n, &tg, fl_http_peer(x->r->c), msg, sizeof msg)) return true;
+    err(x, 403, "ForbiddenException", msg);
+    return false;
+}
+
+/* The identifier at key of a JSON body (no error rendered: the handler does that). */
+static bool peek_ident(json_t *o, const char *key, char *ns, char *name)
+{
+    const char *why;
+    bool multi;
+    return json_is_object(o) && parse_ident(json_object_get(o, key), ns, name, &why, &multi);
+}
+
+static bool authorize(rctx_t *x, const route_t *rt, const fl_tbucket_t *b)
+{
+    if (!x->r->who || !x->cfg->iam) return true;
+    switch (rt->on) {
+    case 'b': return may(x, rt->actions, b, NULL, NULL, false);
+    case 'n': return may(x, rt->actions, b, x->ns, NULL, false);
+    case 't': return may(x, rt->actions, b, x->ns, x->name, true);
+    default: break;
+    }
+    /* the rest name their tables in the body: a malformed one is the handler's 400, after a check on the bucket */
+    json_error_t je;
+    json_t *body = json_loadb(x->r->body, x->r->body_len, 0, &je);
+    bool ok = true;
+    char ns[FL_NAME_MAX], name[FL_NAME_MAX];
+    if (rt->on == 'c') {
+        json_t *nm = json_object_get(body, "name");
+        ok = may(x, rt->actions, b, x->ns, json_is_string(nm) ? json_string_value(nm) : NULL, true);
+    } else if (rt->on == 'r') {
+        if (peek_ident(body, "source", ns, name)) ok = may(x, rt->actions, b, ns, name, true);
+        else ok = may(x, rt->actions, b, NULL, NULL, true);
+    } else {
+        json_t *tc = json_object_get(body, "table-changes"), *c;
+        size_t i;
+        bool any = false;
+        json_array_foreach(tc, i, c) {
+            if (!ok || i >= 100) break;
+            if (!peek_ident(c, "identifier", ns, name)) continue;
+            any = true;
+            ok = may(x, rt->actions, b, ns, name, true);
+        }
+        if (ok && !any) ok = may(x, rt->actions, b, NULL, NULL, true);
+    }
+    json_decref(body);
+    return ok;
+}
 
 static void h_config(rctx_t *x)
 {
@@ -1140,6 +1234,7 @@ static void h_config(rctx_t *x)
         err(x, 404, "NoSuchWarehouseException", "The specified table bucket does not exist.");
         return;
     }
+    if (!may(x, "GetTableBucket", &b, NULL, NULL, false)) return;
     char arn[FL_ARN_MAX];
     if (b.arn[0]) snprintf(arn, sizeof arn, "%s", b.arn);
     else fl_arn_bucket(&x->sc->scope, bucket, arn);
@@ -1320,5 +1415,9 @@ static void dispatch(rctx_t *x)
     }
     if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true, rt->nf_type)) return;
     if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false, rt->nf_type)) return;
+    if (!authorize(x, rt, &b)) {
+        fl_http_set_op(r->c, "denied");
+        return;
+    }
     rt->fn(x);
 }

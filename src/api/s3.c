@@ -6,8 +6,17 @@
  * stream from the socket through the aws-chunked decoder (if any) into a new
  * blob while MD5, the requested checksum and (for signed payloads) SHA-256 are
  * computed on the way; the blob is published only after every check passed,
- * so a rejected or cut-off upload leaves nothing behind. */
+ * so a rejected or cut-off upload leaves nothing behind.
+ *
+ * OSS dialect: a request signed OSS4-HMAC-SHA256 or OSS V1 (r->dialect) is answered as
+ * OSS answers: x-oss-request-id, XML without S3's namespace, errors with
+ * <RequestId>, <HostId> and <EC>; x-oss-copy-source / -metadata-directive and
+ * x-oss-meta-* instead of their x-amz-* names (metadata is stored as
+ * x-amz-meta-* and shown in the reader's dialect); CRC-64/ECMA of every
+ * upload computed on the way in, checked against x-oss-hash-crc64ecma when the
+ * client sent one, kept with the object and returned on PUT, GET and HEAD. */
 #include "api/s3.h"
+#include "catalog/iam.h"
 #include "base/checksum.h"
 #include "base/limits.h"
 #include "base/log.h"
@@ -16,6 +25,7 @@
 #include "base/time.h"
 #include "net/xml.h"
 #include <ctype.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +53,46 @@ typedef struct s3req {
     bool signed_req;
     bool responded;
     bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
+    fl_sig_dialect_t dialect; /* OSS4 or V1: answer as OSS (see the top of the file) */
+    fl_iam_who_t who;    /* the signer (when signed and identities are on) */
+    bool have_who;
 } s3req_t;
+
+#define OSS(r) fl_sig_is_oss((r)->dialect)
+#define CRC64_HDR "x-oss-hash-crc64ecma"
+
+/* The request header named amz ("x-amz-copy-source", ...) in the client's
+ * dialect: x-oss-* for OSS. */
+static const char *xname(const s3req_t *r, const char *amz)
+{
+    static const char *const names[][2] = {
+        { "x-amz-copy-source", "x-oss-copy-source" },
+        { "x-amz-copy-source-if-match", "x-oss-copy-source-if-match" },
+        { "x-amz-copy-source-if-none-match", "x-oss-copy-source-if-none-match" },
+        { "x-amz-copy-source-if-unmodified-since", "x-oss-copy-source-if-unmodified-since" },
+        { "x-amz-copy-source-if-modified-since", "x-oss-copy-source-if-modified-since" },
+        { "x-amz-copy-source-range", "x-oss-copy-source-range" },
+        { "x-amz-metadata-directive", "x-oss-metadata-directive" },
+    };
+    if (!OSS(r)) return amz;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(names[i][0], amz)) return names[i][1];
+    return amz;
+}
+
+/* XML_DECL and the root element's start tag, with S3's namespace for AWS
+ * clients (OSS's documents have none). */
+static void xml_open(const s3req_t *r, fl_buf_t *b, const char *root, bool empty)
+{
+    fl_buf_printf(b, XML_DECL "<%s%s%s>", root, OSS(r) ? "" : XMLNS, empty ? "/" : "");
+}
+
+/* A timestamp for an XML answer: OSS's are whole seconds (".000Z"; oss2
+ * parses no other form), S3's keep the milliseconds. */
+static void xml_time(const s3req_t *r, int64_t ms, char *out, size_t n)
+{
+    fl_time_iso8601(OSS(r) ? ms - ms % 1000 : ms, out, n);
+}
 
 /* ------------------------------------------------------------------ */
 /* errors                                                              */
@@ -105,6 +154,12 @@ static void s3_error_detail(s3req_t *r, int status, const char *code, const char
     if (r->key) fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elem(&b, "Resource", r->req->path, r->req->path_len);
     fl_xml_elems(&b, "RequestId", fl_http_request_id(r->c));
+    if (OSS(r)) {
+        fl_slice_t host = fl_http_header_val(r->req, "host");
+        fl_xml_elem(&b, "HostId", host.ptr ? host.ptr : "", host.ptr ? host.len : 0);
+        /* floe has no OSS error-centre numbers: one fixed value, documented */
+        fl_xml_elems(&b, "EC", "0000-00000000");
+    }
     fl_buf_adds(&b, "</Error>");
     fl_http_resp_header(r->c, "Content-Type", "application/xml");
     fl_http_resp_send(r->c, b.ptr, b.len);
@@ -139,6 +194,92 @@ static void s3_error_from(s3req_t *r, fl_err_t e)
     case FL_ERR_PROTO: fl_http_close_after(r->c); s3_error(r, 400, "InvalidRequest", "The request body is malformed."); break;
     default: s3_error(r, 500, "InternalError", NULL); break;
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* authorisation                                                       */
+
+/* May the signer do s3:action on bucket[/key]? In a table's warehouse bucket
+ * ("{id}--table-s3") the table's actions govern, whichever client reads or
+ * writes: s3tables:GetTableData for reads and s3tables:PutTableData for writes
+ * (s3tables:DeleteTable to remove the warehouse bucket itself), on the table's
+ * ARN, with its bucket's and its own resource policies, as the source
+ * document says. Elsewhere: s3:action on arn:aws:s3:::bucket[/key], owned by
+ * the root account (identity policies only: floe keeps no S3 bucket
+ * policies). msg gets the denial's text. Connection thread; blocks on the
+ * catalog store. */
+static bool allowed(s3req_t *r, const char *action, bool write, const char *bucket, const char *key, size_t keylen,
+                    char *msg, size_t msglen)
+{
+    fl_iam_t *iam = r->cfg->iam;
+    if (!iam || !r->have_who) return true;
+    const fl_iam_who_t *who = &r->who;
+    fl_catalog_t *cat = fl_iam_catalog(iam);
+    char act[96];
+    size_t bl = bucket ? strlen(bucket) : 0;
+    if (bl > 10 && !strcmp(bucket + bl - 10, "--table-s3")) {
+        char wh[80];
+        fl_table_t t;
+        fl_tbucket_t b;
+        snprintf(wh, sizeof wh, "s3://%s", bucket);
+        const char *a = !strcmp(action, "DeleteBucket") ? "s3tables:DeleteTable"
+                        : write ? "s3tables:PutTableData" : "s3tables:GetTableData";
+        if (fl_catalog_table_get_by_warehouse(cat, wh, &t) == FL_OK &&
+            fl_catalog_bucket_get(cat, t.bucket, &b) == FL_OK) {
+            fl_iam_target_t tg = { .bucket = &b, .table = &t, .table_level = true };
+            return fl_iam_check(iam, who, &a, 1, &tg, fl_http_peer(r->c), msg, msglen);
+        }
+        /* a staged create's warehouse: the table-to-be's bucket, namespace and name */
+        char *st = NULL;
+        if (fl_catalog_doc_get(cat, wh, "staged", &st) == FL_OK) {
+            json_error_t je;
+            json_t *j = json_loads(st, 0, &je);
+            const char *bn = json_string_value(json_object_get(j, "bucket"));
+            bool ok = false, found = bn && fl_catalog_bucket_get(cat, bn, &b) == FL_OK;
+            if (found) {
+                fl_iam_target_t tg = { .bucket = &b, .table_level = true,
+                                       .ns = json_string_value(json_object_get(j, "namespace")),
+                                       .name = json_string_value(json_object_get(j, "name")) };
+                ok = fl_iam_check(iam, who, &a, 1, &tg, fl_http_peer(r->c), msg, msglen);
+            }
+            json_decref(j);
+            free(st);
+            if (found) return ok;
+        }
+    }
+    if (who->root && !strcmp(who->account, fl_iam_root_account(iam))) return true;
+    char res[FL_S3_MAX_KEY_BYTES + 160];
+    if (!bucket) snprintf(res, sizeof res, "arn:aws:s3:::*");
+    else if (!key) snprintf(res, sizeof res, "arn:aws:s3:::%s", bucket);
+    else snprintf(res, sizeof res, "arn:aws:s3:::%s/%.*s", bucket, (int)keylen, key);
+    snprintf(act, sizeof act, "s3:%s", action);
+    if (key && memchr(key, 0, keylen)) { /* a policy cannot name such a key: only root may */
+        fl_iam_audit(who, "deny", act, res, NULL, "key holds a NUL byte");
+        if (msg) snprintf(msg, msglen, "Access Denied");
+        return false;
+    }
+    const char *acts[1] = { act };
+    fl_iam_target_t tg = { .resource = res, .owner = fl_iam_root_account(iam) };
+    return fl_iam_check(iam, who, acts, 1, &tg, fl_http_peer(r->c), msg, msglen);
+}
+
+/* allowed() for the request's own bucket/key, rendering S3's AccessDenied. */
+static bool may(s3req_t *r, const char *action, bool write, const char *bucket, const char *key, size_t keylen)
+{
+    char msg[FL_ARN_MAX * 2 + FL_S3_MAX_KEY_BYTES + 160];
+    if (allowed(r, action, write, bucket, key, keylen, msg, sizeof msg)) return true;
+    s3_error(r, 403, "AccessDenied", msg);
+    return false;
+}
+
+/* Runs op after the check of s3:action on the request's bucket/key. */
+static void run(s3req_t *r, const char *action, bool write, void (*op)(s3req_t *))
+{
+    if (!may(r, action, write, r->bucket, r->key, r->keylen)) {
+        fl_http_set_op(r->c, "AccessDenied");
+        return;
+    }
+    op(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -204,6 +345,10 @@ static fl_err_t parse_path(s3req_t *r)
 
 static void common_headers(s3req_t *r)
 {
+    if (OSS(r)) {
+        fl_http_resp_header(r->c, "x-oss-request-id", fl_http_request_id(r->c));
+        return;
+    }
     fl_http_resp_header(r->c, "x-amz-request-id", fl_http_request_id(r->c));
     fl_http_resp_header(r->c, "x-amz-id-2", fl_http_request_id(r->c));
 }
@@ -224,8 +369,8 @@ static void send_copy_result(s3req_t *r, const char *root, const char *etag)
     fl_buf_t b;
     char t[32];
     fl_buf_init(&b, 0);
-    fl_time_iso8601(fl_now_ms(), t, sizeof t);
-    fl_buf_printf(&b, XML_DECL "<%s" XMLNS ">", root);
+    xml_time(r, fl_now_ms(), t, sizeof t);
+    xml_open(r, &b, root, false);
     fl_xml_elems(&b, "LastModified", t);
     fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag></%s>", etag, root);
     send_xml(r, 200, &b);
@@ -304,8 +449,18 @@ static bool collect_headers(s3req_t *r, fl_buf_t *out)
     for (size_t i = 0; i < r->req->nheaders; i++) {
         const fl_http_header_t *h = &r->req->headers[i];
         fl_slice_t name = fl_slice(h->name, h->name_len), val = fl_slice(h->value, h->value_len);
-        bool keep = h->name_len > 11 && memcmp(h->name, "x-amz-meta-", 11) == 0;
-        if (keep) meta += h->name_len - 11 + h->value_len;
+        bool keep = h->name_len > 11 && memcmp(h->name, "x-amz-meta-", 11) == 0 && !OSS(r);
+        bool ossmeta = OSS(r) && h->name_len > 11 && memcmp(h->name, "x-oss-meta-", 11) == 0;
+        if (keep || ossmeta) meta += h->name_len - 11 + h->value_len;
+        if (ossmeta) { /* stored under S3's name, shown in the reader's dialect */
+            if (memchr(val.ptr, '\n', val.len)) continue;
+            fl_buf_adds(out, "x-amz-meta-");
+            fl_buf_add(out, name.ptr + 11, name.len - 11);
+            fl_buf_add(out, ": ", 2);
+            fl_buf_add(out, val.ptr, val.len);
+            fl_buf_addc(out, '\n');
+            continue;
+        }
         for (int j = 0; !keep && stored_headers[j]; j++)
             keep = fl_slice_eq(name, stored_headers[j]);
         if (!keep || memchr(val.ptr, '\n', val.len)) continue;
@@ -354,9 +509,12 @@ static void emit_headers(s3req_t *r, const char *text, bool with_checksums)
             const char *v = colon + 1;
             if (vl && *v == ' ') v++, vl--;
             bool ck = nl_ > 15 && strncmp(p, "x-amz-checksum-", 15) == 0;
-            if (nl_ < sizeof name && vl < sizeof value && (!ck || with_checksums)) {
+            bool crc64 = nl_ == strlen(CRC64_HDR) && !strncmp(p, CRC64_HDR, nl_);
+            bool show = crc64 ? OSS(r) && with_checksums : !ck || with_checksums;
+            if (nl_ < sizeof name && vl < sizeof value && show) {
                 memcpy(name, p, nl_);
                 name[nl_] = 0;
+                if (OSS(r) && nl_ > 11 && !strncmp(name, "x-amz-meta-", 11)) memcpy(name, "x-oss", 5);
                 memcpy(value, v, vl);
                 value[vl] = 0;
                 /* response-content-* overrides win */
@@ -413,6 +571,8 @@ typedef struct intake {
     fl_cksum_t ck;         /* checksum named in a header, verified at the end */
     fl_cksum_t sha;        /* for FL_PAYLOAD_SHA256 */
     bool want_sha;
+    bool want_crc64;       /* OSS: CRC-64/ECMA of the body */
+    uint64_t crc64;
     int64_t size, max;
     fl_err_t err;
     hashpipe_t *pipe;      /* non-NULL: hashing on the helper thread */
@@ -427,6 +587,7 @@ static void hash_slice(intake_t *in, const void *p, size_t n)
     fl_cksum_update(&in->md5, p, n);
     if (in->ck.alg != FL_CK_NONE) fl_cksum_update(&in->ck, p, n);
     if (in->want_sha) fl_cksum_update(&in->sha, p, n);
+    if (in->want_crc64) in->crc64 = fl_crc64ecma(in->crc64, p, n);
 }
 
 static void *hashpipe_main(void *arg)
@@ -550,6 +711,8 @@ static bool intake_checksums(s3req_t *r, intake_t *in, char ck_expect[64], intak
     fl_cksum_init(&in->md5, FL_CK_MD5);
     fl_cksum_init(&in->ck, FL_CK_NONE);
     fl_cksum_init(&in->sha, FL_CK_NONE);
+    in->want_crc64 = OSS(r);
+    in->crc64 = 0;
     ck_expect[0] = 0;
     for (size_t i = 0; i < r->req->nheaders; i++) {
         const fl_http_header_t *h = &r->req->headers[i];
@@ -674,6 +837,13 @@ static bool intake_verify(s3req_t *r, intake_t *in, fl_awschunk_t *dec, const ch
             return refuse(f, 400, "InvalidDigest", NULL);
         if (memcmp(want, md5, 16) != 0) return refuse(f, 400, "BadDigest", NULL);
     }
+    char crc[32];
+    if (in->want_crc64 && hget(r, CRC64_HDR, crc, sizeof crc)) {
+        char want[32];
+        snprintf(want, sizeof want, "%llu", (unsigned long long)in->crc64);
+        if (strcmp(crc, want) != 0)
+            return refuse(f, 400, "InvalidDigest", "The CRC64 you specified did not match what we received.");
+    }
     if (in->want_sha) {
         unsigned char d[FL_CK_MAX_DIGEST];
         char hex[65];
@@ -754,10 +924,11 @@ static void op_list_buckets(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListAllMyBucketsResult" XMLNS ">" XML_OWNER "<Buckets>");
+    xml_open(r, &b, "ListAllMyBucketsResult", false);
+    fl_buf_adds(&b, XML_OWNER "<Buckets>");
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(bs[i].created_ms, t, sizeof t);
+        xml_time(r, bs[i].created_ms, t, sizeof t);
         fl_buf_adds(&b, "<Bucket>");
         fl_xml_elems(&b, "Name", bs[i].name);
         fl_xml_elems(&b, "CreationDate", t);
@@ -806,7 +977,7 @@ static void op_bucket_location(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<LocationConstraint" XMLNS ">");
+    xml_open(r, &b, "LocationConstraint", false);
     if (strcmp(r->cfg->region, "us-east-1") != 0) fl_xml_escape(&b, r->cfg->region, strlen(r->cfg->region));
     fl_buf_adds(&b, "</LocationConstraint>");
     send_xml(r, 200, &b);
@@ -820,7 +991,7 @@ static void op_bucket_versioning(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<VersioningConfiguration" XMLNS "/>");
+    xml_open(r, &b, "VersioningConfiguration", true);
     send_xml(r, 200, &b);
 }
 
@@ -842,7 +1013,7 @@ static bool parse_int_param(s3req_t *r, const char *name, int def, int lo, int h
 {
     const char *v = qget(r, name);
     *out = def;
-    if (!v) return true;
+    if (!v || (OSS(r) && !*v)) return true; /* oss2 sends part-number-marker= for "none" */
     char *end;
     long x = strtol(v, &end, 10);
     if (!*v || *end || x < 0) {
@@ -895,7 +1066,7 @@ static void op_list_objects(s3req_t *r, bool v2)
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListBucketResult" XMLNS ">");
+    xml_open(r, &b, "ListBucketResult", false);
     fl_xml_elems(&b, "Name", r->bucket);
     list_key(&b, "Prefix", prefix ? prefix : "", prefix ? strlen(prefix) : 0, url);
     if (delim) list_key(&b, "Delimiter", delim, strlen(delim), url);
@@ -922,11 +1093,13 @@ static void op_list_objects(s3req_t *r, bool v2)
     for (size_t i = 0; i < res.nents; i++) {
         fl_list_ent_t *it = &res.ents[i];
         char t[32];
-        fl_time_iso8601(it->mtime_ms, t, sizeof t);
+        xml_time(r, it->mtime_ms, t, sizeof t);
         fl_buf_adds(&b, "<Contents>");
         list_key(&b, "Key", it->key, it->keylen, url);
         fl_xml_elems(&b, "LastModified", t);
         fl_buf_printf(&b, "<ETag>&quot;%s&quot;</ETag>", it->etag);
+        if (OSS(r)) /* OSS's object type; oss2 requires it */
+            fl_xml_elems(&b, "Type", strchr(it->etag, '-') ? "Multipart" : "Normal");
         fl_xml_elemf(&b, "Size", "%lld", (long long)it->size);
         fl_xml_elems(&b, "StorageClass", "STANDARD");
         if (owner) fl_buf_adds(&b, XML_OWNER);
@@ -968,12 +1141,13 @@ static void op_delete_objects(s3req_t *r)
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<DeleteResult" XMLNS ">");
+    xml_open(r, &b, "DeleteResult", false);
     for (fl_xml_node_t *o = doc->child; o; o = o->next) {
         if (strcmp(o->name, "Object") != 0) continue;
         fl_xml_node_t *k = fl_xml_child(o, "Key");
         const char *code = NULL;
         if (k->text_len == 0 || k->text_len > FL_S3_MAX_KEY_BYTES) code = "InvalidArgument";
+        else if (!allowed(r, "DeleteObject", true, r->bucket, k->text, k->text_len, NULL, 0)) code = "AccessDenied";
         else {
             e = fl_store_delete(r->cfg->store, r->bucket, k->text, k->text_len, NULL);
             if (e) code = e == FL_ERR_NO_BUCKET ? "NoSuchBucket" : "InternalError";
@@ -995,6 +1169,9 @@ static void op_delete_objects(s3req_t *r)
     fl_xml_free(doc);
 }
 
+static void op_list_objects_v1(s3req_t *r) { op_list_objects(r, false); }
+static void op_list_objects_v2(s3req_t *r) { op_list_objects(r, true); }
+
 static void op_list_uploads(s3req_t *r)
 {
     fl_http_set_op(r->c, "ListMultipartUploads");
@@ -1008,7 +1185,7 @@ static void op_list_uploads(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListMultipartUploadsResult" XMLNS ">");
+    xml_open(r, &b, "ListMultipartUploadsResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elems(&b, "KeyMarker", km ? km : "");
     fl_xml_elems(&b, "UploadIdMarker", um ? um : "");
@@ -1021,7 +1198,7 @@ static void op_list_uploads(s3req_t *r)
     fl_xml_elems(&b, "IsTruncated", trunc ? "true" : "false");
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(u[i].created_ms, t, sizeof t);
+        xml_time(r, u[i].created_ms, t, sizeof t);
         fl_buf_adds(&b, "<Upload>");
         fl_xml_elem(&b, "Key", u[i].key, u[i].keylen);
         fl_xml_elems(&b, "UploadId", u[i].upload_id);
@@ -1061,11 +1238,13 @@ static void add_checksum_header(fl_buf_t *hdrs, const intake_t *in)
 {
     if (in->ck_alg != FL_CK_NONE)
         fl_buf_printf(hdrs, "%s: %s\n", fl_cksum_header(in->ck_alg), in->ck_b64);
+    if (in->want_crc64) fl_buf_printf(hdrs, CRC64_HDR ": %llu\n", (unsigned long long)in->crc64);
 }
 
 static void echo_checksum(s3req_t *r, const intake_t *in)
 {
     if (in->ck_alg != FL_CK_NONE) fl_http_resp_header(r->c, fl_cksum_header(in->ck_alg), in->ck_b64);
+    if (in->want_crc64) fl_http_resp_headerf(r->c, CRC64_HDR, "%llu", (unsigned long long)in->crc64);
 }
 
 static void op_put_object(s3req_t *r)
@@ -1298,7 +1477,7 @@ static void op_delete_object(s3req_t *r)
 /* Parses x-amz-copy-source into bucket and key (decoded). */
 static bool parse_copy_source(s3req_t *r, char **sb, char **sk, size_t *sklen)
 {
-    fl_slice_t v = fl_http_header_val(r->req, "x-amz-copy-source");
+    fl_slice_t v = fl_http_header_val(r->req, xname(r, "x-amz-copy-source"));
     fl_buf_t d;
     fl_buf_init(&d, FL_HTTP_MAX_TARGET_BYTES);
     const char *q = memchr(v.ptr, '?', v.len);
@@ -1322,10 +1501,10 @@ bad:
 /* Copy-source conditionals; 412 on failure. */
 static bool copy_conditions(s3req_t *r, const fl_obj_meta_t *m)
 {
-    fl_slice_t im = fl_http_header_val(r->req, "x-amz-copy-source-if-match");
-    fl_slice_t inm = fl_http_header_val(r->req, "x-amz-copy-source-if-none-match");
-    fl_slice_t ums = fl_http_header_val(r->req, "x-amz-copy-source-if-unmodified-since");
-    fl_slice_t ms = fl_http_header_val(r->req, "x-amz-copy-source-if-modified-since");
+    fl_slice_t im = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-match"));
+    fl_slice_t inm = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-none-match"));
+    fl_slice_t ums = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-unmodified-since"));
+    fl_slice_t ms = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-if-modified-since"));
     int64_t mt = m->mtime_ms / 1000;
     bool fail = false;
     if (im.ptr && !etag_list_matches(im, m->etag)) fail = true;
@@ -1387,7 +1566,7 @@ static void op_copy_object(s3req_t *r)
     fl_buf_init(&hdrs, 64 * 1024);
     fl_cksum_t md5;
     fl_cksum_init(&md5, FL_CK_NONE);
-    if (!parse_copy_source(r, &sb, &sk, &sklen)) goto out;
+    if (!parse_copy_source(r, &sb, &sk, &sklen) || !may(r, "GetObject", false, sb, sk, sklen)) goto out;
     fl_err_t e = fl_store_get(r->cfg->store, sb, sk, sklen, &src);
     if (e) {
         s3_error_from(r, e);
@@ -1398,7 +1577,7 @@ static void op_copy_object(s3req_t *r)
     char ifm[48];
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
     char directive[16] = "COPY";
-    hget(r, "x-amz-metadata-directive", directive, sizeof directive);
+    hget(r, xname(r, "x-amz-metadata-directive"), directive, sizeof directive);
     if (strcasecmp(directive, "REPLACE") == 0) {
         if (!collect_headers(r, &hdrs)) {
             s3_error(r, 400, "MetadataTooLarge", NULL);
@@ -1470,7 +1649,7 @@ static void op_create_upload(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<InitiateMultipartUploadResult" XMLNS ">");
+    xml_open(r, &b, "InitiateMultipartUploadResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elems(&b, "UploadId", id);
@@ -1545,7 +1724,9 @@ static void op_upload_part_copy(s3req_t *r)
     fl_blob_w_t *w = NULL;
     fl_cksum_t md5;
     fl_cksum_init(&md5, FL_CK_NONE);
-    if (!part_number(r, &num) || !parse_copy_source(r, &sb, &sk, &sklen)) goto out;
+    if (!part_number(r, &num) || !parse_copy_source(r, &sb, &sk, &sklen) ||
+        !may(r, "GetObject", false, sb, sk, sklen))
+        goto out;
     fl_err_t e = fl_store_get(r->cfg->store, sb, sk, sklen, &src);
     if (e) {
         s3_error_from(r, e);
@@ -1553,7 +1734,7 @@ static void op_upload_part_copy(s3req_t *r)
     }
     if (!copy_conditions(r, &src->meta)) goto out;
     int64_t start = 0, end = src->meta.size - 1;
-    fl_slice_t rg = fl_http_header_val(r->req, "x-amz-copy-source-range");
+    fl_slice_t rg = fl_http_header_val(r->req, xname(r, "x-amz-copy-source-range"));
     if (rg.ptr) {
         int rc = parse_range(rg, src->meta.size, &start, &end);
         /* only bytes=first-last, inside the source */
@@ -1597,6 +1778,38 @@ out:
     free(sk);
 }
 
+/* OSS: the completed object's headers, the upload's plus the CRC-64 of the
+ * whole object combined from the listed parts' CRCs (NULL: the upload's as
+ * they are, when a part has no CRC or the listing fails). malloc'd. */
+static char *oss_complete_headers(s3req_t *r, const fl_part_ref_t *refs, size_t n)
+{
+    fl_part_info_t *p = NULL;
+    size_t np = 0;
+    bool tr = false;
+    char *uh = NULL, *out = NULL;
+    uint64_t crc = 0;
+    if (fl_store_mpu_parts(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"), 0,
+                           FL_S3_MAX_PARTS, &p, &np, &tr, &uh) != FL_OK)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const fl_part_info_t *pi = NULL;
+        for (size_t k = 0; k < np && !pi; k++)
+            if (p[k].number == refs[i].number) pi = &p[k];
+        const char *c = pi && pi->headers ? strstr(pi->headers, CRC64_HDR ": ") : NULL;
+        if (!c) goto out;
+        uint64_t pc = strtoull(c + sizeof CRC64_HDR + 1, NULL, 10);
+        crc = i ? fl_crc64ecma_combine(crc, pc, (uint64_t)pi->size) : pc;
+    }
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    fl_buf_printf(&b, "%s" CRC64_HDR ": %llu\n", uh ? uh : "", (unsigned long long)crc);
+    out = fl_buf_steal(&b);
+out:
+    fl_part_infos_free(p, np);
+    free(uh);
+    return out;
+}
+
 static void op_complete_upload(s3req_t *r)
 {
     fl_http_set_op(r->c, "CompleteMultipartUpload");
@@ -1632,15 +1845,29 @@ static void op_complete_upload(s3req_t *r)
     char ifm[48];
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
     fl_obj_meta_t meta = { 0 };
+    char *final_hdrs = OSS(r) ? oss_complete_headers(r, refs, n) : NULL;
     fl_err_t e = fl_store_mpu_complete(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"),
-                                       refs, n, FL_S3_MIN_PART_BYTES, NULL, &cond, &meta);
+                                       refs, n, FL_S3_MIN_PART_BYTES, final_hdrs, &cond, &meta);
+    if (!e && final_hdrs) {
+        const char *c = strstr(final_hdrs, CRC64_HDR ": ");
+        if (c) {
+            char v[32];
+            size_t l = strcspn(c + sizeof CRC64_HDR + 1, "\n");
+            if (l < sizeof v) {
+                memcpy(v, c + sizeof CRC64_HDR + 1, l);
+                v[l] = 0;
+                fl_http_resp_header(r->c, CRC64_HDR, v);
+            }
+        }
+    }
+    free(final_hdrs);
     if (e) {
         s3_error_from(r, e);
         goto out;
     }
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<CompleteMultipartUploadResult" XMLNS ">");
+    xml_open(r, &b, "CompleteMultipartUploadResult", false);
     fl_buf_adds(&b, "<Location>");
     fl_xml_escape(&b, r->req->path, r->req->path_len);
     fl_buf_adds(&b, "</Location>");
@@ -1677,7 +1904,7 @@ static void op_list_parts(s3req_t *r)
     if (e) return s3_error_from(r, e);
     fl_buf_t b;
     fl_buf_init(&b, 0);
-    fl_buf_adds(&b, XML_DECL "<ListPartsResult" XMLNS ">");
+    xml_open(r, &b, "ListPartsResult", false);
     fl_xml_elems(&b, "Bucket", r->bucket);
     fl_xml_elem(&b, "Key", r->key, r->keylen);
     fl_xml_elems(&b, "UploadId", qget(r, "uploadId"));
@@ -1688,7 +1915,7 @@ static void op_list_parts(s3req_t *r)
     fl_buf_adds(&b, XML_INITIATOR_OWNER);
     for (size_t i = 0; i < n; i++) {
         char t[32];
-        fl_time_iso8601(p[i].mtime_ms, t, sizeof t);
+        xml_time(r, p[i].mtime_ms, t, sizeof t);
         fl_buf_adds(&b, "<Part>");
         fl_xml_elemf(&b, "PartNumber", "%d", p[i].number);
         fl_xml_elems(&b, "LastModified", t);
@@ -1734,9 +1961,10 @@ static bool authenticate(s3req_t *r)
         return false;
     }
     static const char *const services[] = { "s3", NULL };
+    static const char *const products[] = { "oss", NULL };
     fl_sigv4_cfg_t cfg = { .lookup = r->cfg->lookup, .lookup_ud = r->cfg->lookup_ud,
                            .services = services, .region = r->cfg->region,
-                           .now = fl_now_ms() / 1000 };
+                           .now = fl_now_ms() / 1000, .oss_products = products };
     fl_sigv4_error_t err = { 0 };
     if (fl_sigv4_verify(&sr, &cfg, NULL, &r->auth, &err) != FL_OK) {
         s3_error_detail(r, err.status ? err.status : 403, err.code ? err.code : "AccessDenied",
@@ -1744,6 +1972,24 @@ static bool authenticate(s3req_t *r)
         return false;
     }
     r->signed_req = true;
+    if (r->cfg->iam) {
+        /* the session token: a header, or X-Amz-Security-Token in a presigned URL */
+        const fl_http_header_t *tok = fl_http_header(r->req, "x-amz-security-token");
+        const char *qt = qget(r, "X-Amz-Security-Token");
+        char *token = tok ? fl_strndup(tok->value, tok->value_len) : qt ? fl_strdup(qt) : NULL;
+        char msg[128];
+        fl_err_t e = fl_iam_identify(r->cfg->iam, r->auth.akid, token, &r->who, msg);
+        bool had_token = token && *token;
+        free(token);
+        if (e != FL_OK) {
+            fl_iam_who_free(&r->who);
+            if (strstr(msg, "expired")) s3_error(r, 400, "ExpiredToken", "The provided token has expired.");
+            else if (had_token) s3_error(r, 400, "InvalidToken", "The provided token is malformed or otherwise invalid.");
+            else s3_error(r, 403, "InvalidAccessKeyId", msg);
+            return false;
+        }
+        r->have_who = true;
+    }
     return true;
 }
 
@@ -1753,18 +1999,18 @@ static void route(s3req_t *r)
     bool GET = !strcmp(m, "GET"), PUT = !strcmp(m, "PUT"), POST = !strcmp(m, "POST");
     bool DEL = !strcmp(m, "DELETE"), HEAD = r->head;
     if (!r->bucket) {
-        if (GET) return op_list_buckets(r);
+        if (GET) return run(r, "ListAllMyBuckets", false, op_list_buckets);
         return s3_error(r, 405, "MethodNotAllowed", NULL);
     }
     if (!r->key) {
-        if (PUT && r->q.n == 0) return op_create_bucket(r);
-        if (HEAD) return op_head_bucket(r);
-        if (DEL && r->q.n == 0) return op_delete_bucket(r);
-        if (POST && qhas(r, "delete")) return op_delete_objects(r);
+        if (PUT && r->q.n == 0) return run(r, "CreateBucket", true, op_create_bucket);
+        if (HEAD) return run(r, "ListBucket", false, op_head_bucket);
+        if (DEL && r->q.n == 0) return run(r, "DeleteBucket", true, op_delete_bucket);
+        if (POST && qhas(r, "delete")) return op_delete_objects(r); /* each key is checked */
         if (GET) {
-            if (qhas(r, "location")) return op_bucket_location(r);
-            if (qhas(r, "versioning")) return op_bucket_versioning(r);
-            if (qhas(r, "uploads")) return op_list_uploads(r);
+            if (qhas(r, "location")) return run(r, "GetBucketLocation", false, op_bucket_location);
+            if (qhas(r, "versioning")) return run(r, "GetBucketVersioning", false, op_bucket_versioning);
+            if (qhas(r, "uploads")) return run(r, "ListBucketMultipartUploads", false, op_list_uploads);
             static const char *const unsupported[] = { "acl", "policy", "lifecycle", "cors", "tagging",
                 "website", "logging", "notification", "replication", "encryption", "versions",
                 "object-lock", "ownershipControls", "publicAccessBlock", "accelerate", "requestPayment", NULL };
@@ -1774,7 +2020,7 @@ static void route(s3req_t *r)
                     return s3_error(r, 501, "NotImplemented", NULL);
                 }
             const char *lt = qget(r, "list-type");
-            return op_list_objects(r, lt && strcmp(lt, "2") == 0);
+            return run(r, "ListBucket", false, lt && strcmp(lt, "2") == 0 ? op_list_objects_v2 : op_list_objects_v1);
         }
         fl_http_set_op(r->c, "Unsupported");
         return s3_error(r, qhas(r, "uploads") || r->q.n ? 501 : 405,
@@ -1782,27 +2028,28 @@ static void route(s3req_t *r)
     }
     if (r->keylen > FL_S3_MAX_KEY_BYTES) return s3_error(r, 400, "KeyTooLongError", NULL);
     bool upload = qhas(r, "uploadId");
-    bool copy = hhas(r, "x-amz-copy-source");
+    bool copy = hhas(r, xname(r, "x-amz-copy-source"));
     if (PUT) {
-        if (upload) return copy ? op_upload_part_copy(r) : op_upload_part(r);
+        if (upload) return run(r, "PutObject", true, copy ? op_upload_part_copy : op_upload_part);
         if (qhas(r, "tagging") || qhas(r, "acl") || qhas(r, "retention") || qhas(r, "legal-hold")) {
             fl_http_set_op(r->c, "Unsupported");
             return s3_error(r, 501, "NotImplemented", NULL);
         }
-        return copy ? op_copy_object(r) : op_put_object(r);
+        return run(r, "PutObject", true, copy ? op_copy_object : op_put_object);
     }
     if (GET || HEAD) {
-        if (GET && upload) return op_list_parts(r);
+        if (GET && upload) return run(r, "ListMultipartUploadParts", false, op_list_parts);
         if (qhas(r, "tagging") || qhas(r, "acl") || qhas(r, "attributes") || qhas(r, "torrent")) {
             fl_http_set_op(r->c, "Unsupported");
             return s3_error(r, 501, "NotImplemented", NULL);
         }
-        return op_get_object(r);
+        return run(r, "GetObject", false, op_get_object);
     }
-    if (DEL) return upload ? op_abort_upload(r) : op_delete_object(r);
+    if (DEL) return upload ? run(r, "AbortMultipartUpload", true, op_abort_upload)
+                           : run(r, "DeleteObject", true, op_delete_object);
     if (POST) {
-        if (qhas(r, "uploads")) return op_create_upload(r);
-        if (upload) return op_complete_upload(r);
+        if (qhas(r, "uploads")) return run(r, "PutObject", true, op_create_upload);
+        if (upload) return run(r, "PutObject", true, op_complete_upload);
     }
     fl_http_set_op(r->c, "Unsupported");
     s3_error(r, 405, "MethodNotAllowed", NULL);
@@ -1812,6 +2059,10 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
 {
     s3req_t r = { .c = c, .req = req, .cfg = ud };
     r.head = strcmp(req->method, "HEAD") == 0;
+    fl_sigv4_req_t sr = { .method = req->method, .raw_path = req->path, .raw_path_len = req->path_len,
+                          .raw_query = req->query, .raw_query_len = req->query_len,
+                          .headers = req->headers, .nheaders = req->nheaders };
+    r.dialect = fl_sigv4_dialect(&sr);
     common_headers(&r);
     if (parse_path(&r) != FL_OK) {
         fl_http_set_op(c, "Invalid");
@@ -1834,7 +2085,16 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
     route(&r);
     if (!r.responded) s3_error(&r, 500, "InternalError", NULL);
+    /* every write attempt (a denial has its own line) */
+    if (r.have_who && !r.head && strcmp(req->method, "GET") && fl_http_resp_status_of(c) != 403) {
+        char detail[32], res[1200];
+        snprintf(detail, sizeof detail, "status %d", fl_http_resp_status_of(c));
+        snprintf(res, sizeof res, "arn:aws:s3:::%s%s%.*s", r.bucket ? r.bucket : "*", r.key ? "/" : "",
+                 r.key ? (int)(r.keylen < 1024 ? r.keylen : 1024) : 0, r.key ? r.key : "");
+        fl_iam_audit(&r.who, "write", fl_http_op(c), res, NULL, detail);
+    }
 out:
+    fl_iam_who_free(&r.who);
     fl_query_free(&r.q);
     free(r.bucket);
     free(r.key);

@@ -5,6 +5,7 @@
 #define FL_API_S3_H
 #include <stdbool.h>
 #include "auth/sigv4.h"
+#include "catalog/iam.h"
 #include "net/http.h"
 #include "store/store.h"
 
@@ -14,6 +15,7 @@ typedef struct fl_s3_cfg {
     bool insecure_no_auth;         /* accept unsigned requests (local development) */
     fl_secret_lookup_fn lookup;    /* access key -> secret */
     void *lookup_ud;
+    fl_iam_t *iam;                 /* identities and policies (NULL: any verified key may do anything) */
 } fl_s3_cfg_t;
 
 /* fl_http_handler_fn for the data plane; ud is a const fl_s3_cfg_t* that

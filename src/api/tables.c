@@ -21,6 +21,8 @@
  * record expiration answers MethodNotAllowedException, as S3 Tables does for
  * tables that are not AWS-managed. */
 #include "api/tables.h"
+#include "auth/policy.h"
+#include "catalog/iam.h"
 #include "catalog/maintcfg.h"
 #include "catalog/tablesvc.h"
 #include "base/log.h"
@@ -100,7 +102,9 @@ static int status_of(const char *type, const char **default_msg)
 }
 
 /* Renders an S3 Tables error (see catalog.h); also used by the front door before dispatch.
- * Connection thread only. */
+ * The request's dialect picks the header naming the error: x-amzn-ErrorType
+ * (S3 Tables, botocore) or x-oss-error-type (OSS Tables, whose SDK reads the
+ * name there and the text from "message"). Connection thread only. */
 void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *msg)
 {
     json_t *o = json_object(), *m = json_string(msg ? msg : "");
@@ -109,7 +113,7 @@ void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *
     char *text = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     fl_http_resp_status(r->c, status);
-    fl_http_resp_header(r->c, "x-amzn-ErrorType", type);
+    fl_http_resp_header(r->c, fl_sig_is_oss(r->dialect) ? "x-oss-error-type" : "x-amzn-ErrorType", type);
     fl_http_resp_header(r->c, "Content-Type", "application/json");
     if (text) fl_http_resp_send(r->c, text, strlen(text));
     else fl_http_resp_send(r->c, "{}", 2);
@@ -543,42 +547,27 @@ static bool tags_ok(treq_t *t, json_t *tags)
     return true;
 }
 
-/* A resource policy: a JSON object with Version and Statement, at most 20 KB. */
+/* A resource policy: a JSON object with Version and Statement, at most 20 KB,
+ * that the policy engine accepts as a resource policy (auth/policy.h); a
+ * malformed one is refused here, when it is stored, never at evaluation. */
 static bool policy_ok(treq_t *t, const char *text)
 {
     json_error_t je;
     json_t *p = json_loads(text, JSON_REJECT_DUPLICATES, &je);
-    bool ok = false;
-    if (!p || !json_is_object(p)) {
-        fail(t, "BadRequestException", "The resource policy is not a valid JSON policy document.");
-        goto out;
-    }
-    json_t *v = json_object_get(p, "Version"), *s = json_object_get(p, "Statement");
-    if (!json_is_string(v)) {
-        fail(t, "BadRequestException", "The resource policy must have a Version string.");
-        goto out;
-    }
-    if (!json_is_object(s) && !(json_is_array(s) && json_array_size(s) > 0)) {
-        fail(t, "BadRequestException", "The resource policy must have a Statement (object or non-empty array).");
-        goto out;
-    }
-    size_t i;
-    json_t *st;
-    json_t *one = json_is_object(s) ? json_pack("[O]", s) : json_incref(s);
-    json_array_foreach(one, i, st) {
-        json_t *eff = json_is_object(st) ? json_object_get(st, "Effect") : NULL;
-        const char *e = json_string_value(eff);
-        if (!e || (strcmp(e, "Allow") && strcmp(e, "Deny"))) {
-            json_decref(one);
-            fail(t, "BadRequestException", "Every policy statement needs an Effect of Allow or Deny.");
-            goto out;
-        }
-    }
-    json_decref(one);
-    ok = true;
-out:
+    bool is_obj = json_is_object(p), has_version = is_obj && json_is_string(json_object_get(p, "Version"));
     json_decref(p);
-    return ok;
+    if (is_obj && !has_version) {
+        fail(t, "BadRequestException", "The resource policy must have a Version string.");
+        return false;
+    }
+    char err[256];
+    fl_policy_t *pol = fl_policy_parse(text, strlen(text), FL_POLICY_RESOURCE, err, sizeof err);
+    if (!pol) {
+        fail(t, "BadRequestException", "Malformed policy: %s", err);
+        return false;
+    }
+    fl_policy_free(pol);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1323,6 +1312,35 @@ static void op_delete_namespace(treq_t *t)
 /* ------------------------------------------------------------------ */
 /* tables                                                              */
 
+/* OSS Tables' SDK spells the partition spec and the sort order ("sortOrder",
+ * S3 Tables' "writeOrder") in camelCase (specId, sourceId, fieldId, nullOrder,
+ * orderId); Iceberg's JSON, which S3 Tables uses, hyphenates them. Returns a
+ * copy with Iceberg's names (hyphenated keys are kept as they are); a sort
+ * order without an order id gets 1 when it has fields (0 is "unsorted"). */
+static json_t *oss_iceberg_keys(json_t *in, bool sort_order)
+{
+    static const char *const names[][2] = {
+        { "specId", "spec-id" }, { "orderId", "order-id" }, { "sourceId", "source-id" },
+        { "fieldId", "field-id" }, { "nullOrder", "null-order" },
+    };
+    json_t *o = json_deep_copy(in), *fields = json_object_get(o, "fields");
+    json_t *objs[1 + 1024];
+    size_t n = 0;
+    objs[n++] = o;
+    for (size_t i = 0; json_is_array(fields) && i < json_array_size(fields) && n < 1 + 1024; i++)
+        if (json_is_object(json_array_get(fields, i))) objs[n++] = json_array_get(fields, i);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+            json_t *v = json_object_get(objs[i], names[k][0]);
+            if (!v || json_object_get(objs[i], names[k][1])) continue;
+            json_object_set(objs[i], names[k][1], v);
+            json_object_del(objs[i], names[k][0]);
+        }
+    if (sort_order && !json_object_get(o, "order-id"))
+        json_object_set_new(o, "order-id", json_integer(json_array_size(fields) ? 1 : 0));
+    return o;
+}
+
 /* Iceberg table metadata for CreateTable's metadata member (new reference); NULL after a 400. */
 static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
 {
@@ -1336,10 +1354,16 @@ static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
             return NULL;
         }
     }
+    json_t *oss_order = NULL;
     if (!get_obj(t, md, "iceberg", true, &ice) || !get_obj(t, ice, "schema", false, &schema) ||
         !get_obj(t, ice, "schemaV2", false, &schema2) || !get_obj(t, ice, "partitionSpec", false, &spec) ||
-        !get_obj(t, ice, "writeOrder", false, &order) || !get_obj(t, ice, "properties", false, &props))
+        !get_obj(t, ice, "writeOrder", false, &order) || !get_obj(t, ice, "sortOrder", false, &oss_order) ||
+        !get_obj(t, ice, "properties", false, &props))
         return NULL;
+    if (oss_order && order) {
+        fail(t, "BadRequestException", "metadata.iceberg takes one of 'writeOrder' and 'sortOrder'.");
+        return NULL;
+    }
     if (!schema == !schema2) {
         fail(t, "BadRequestException", "metadata.iceberg needs exactly one of 'schema' and 'schemaV2'.");
         return NULL;
@@ -1372,8 +1396,9 @@ static json_t *build_metadata(treq_t *t, const char *name, json_t *md)
     req = json_object();
     json_object_set_new(req, "name", json_string(name));
     json_object_set_new(req, "schema", s);
-    if (spec) json_object_set_new(req, "partition-spec", json_deep_copy(spec));
+    if (spec) json_object_set_new(req, "partition-spec", oss_iceberg_keys(spec, false));
     if (order) json_object_set_new(req, "write-order", json_deep_copy(order));
+    if (oss_order) json_object_set_new(req, "write-order", oss_iceberg_keys(oss_order, true));
     if (props) json_object_set_new(req, "properties", json_deep_copy(props));
     int status = 400;
     /* fl_iceberg_new_metadata wants a location; fl_tablesvc_create replaces it with the warehouse */
@@ -1833,6 +1858,71 @@ static bool match(const char *pattern, const char *path, size_t len, fl_slice_t 
     return s == end;
 }
 
+/* ------------------------------------------------------------------ */
+/* authorisation: every route's action is "s3tables:" + its operation name,
+ * on the table's ARN when the route names a table, else the bucket's, else
+ * the caller's account's bucket space; the bucket's and the table's resource
+ * policies take part. A denial is answered before the handler runs, so it
+ * has no side effect. */
+
+static bool authorize(treq_t *t, const char *op)
+{
+    const fl_iam_who_t *who = t->r->who;
+    if (!who || !t->cfg->iam) return true;
+    char action[96], res[FL_ARN_MAX + 16], bucket[64], tid[40];
+    const char *owner = t->sc->scope.account, *ns = NULL, *tname = NULL;
+    char *pols[2] = { NULL, NULL };
+    fl_tbucket_t b;
+    fl_table_t tb;
+    snprintf(action, sizeof action, "s3tables:%s", op);
+    snprintf(res, sizeof res, "arn:aws:s3tables:%s:%s:bucket/*", t->sc->scope.region, who->account);
+    const char *barn = NULL;
+    if (!strcmp(op, "GetTable")) {
+        barn = fl_query_get(&t->q, "tableBucketARN");
+        ns = fl_query_get(&t->q, "namespace");
+        tname = fl_query_get(&t->q, "name");
+    } else if (t->ncap >= 1 && !strncmp(t->r->path, "/tag/", 5)) {
+        barn = t->cap[0];
+    } else if (t->ncap >= 1 && (!strncmp(t->r->path, "/buckets/", 9) || !strncmp(t->r->path, "/namespaces/", 12) ||
+                                !strncmp(t->r->path, "/tables/", 8))) {
+        barn = t->cap[0];
+        if (t->ncap >= 2 && strcmp(op, "PutTableBucketMaintenanceConfiguration")) ns = t->cap[1];
+        if (t->ncap >= 3 && strncmp(t->r->path, "/namespaces/", 12)) tname = t->cap[2];
+    }
+    tid[0] = 0;
+    if (barn && fl_arn_resolve(&t->sc->scope, barn, bucket, tid) == FL_ARN_OURS &&
+        fl_catalog_bucket_get(t->cat, bucket, &b) == FL_OK) {
+        owner = b.owner;
+        fl_strlcpy(res, b.arn, sizeof res);
+        fl_catalog_doc_get(t->cat, b.arn, "policy", &pols[0]);
+        bool have_table = false;
+        if (tid[0]) have_table = fl_catalog_table_get_by_arn(t->cat, barn, &tb) == FL_OK;
+        else if (ns && tname) have_table = fl_catalog_table_get(t->cat, b.name, ns, tname, &tb) == FL_OK;
+        if (have_table) {
+            fl_strlcpy(res, tb.arn, sizeof res);
+            fl_catalog_doc_get(t->cat, tb.arn, "policy", &pols[1]);
+            ns = tb.ns;
+            tname = tb.name;
+        } else if (tname) {
+            snprintf(res, sizeof res, "%s/table/*", b.arn);
+        }
+    } else if (barn) {
+        return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
+    }
+    char ip[64];
+    fl_policy_ctx_t ctx = { .action = action, .resource = res, .source_ip = fl_iam_source_ip(fl_http_peer(t->r->c), ip),
+                            .ns = ns, .table_name = tname };
+    fl_authz_out_t o;
+    fl_iam_authorize(t->cfg->iam, who, &ctx, owner, (const char *const *)pols, 2, &o);
+    free(pols[0]);
+    free(pols[1]);
+    if (o.allowed) return true;
+    fl_iam_audit(who, "deny", action, res, &o, NULL);
+    fail(t, "AccessDeniedException", "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
+         action, res, o.reason);
+    return false;
+}
+
 /* Routes one S3 Tables request (already authenticated by the front door) and always answers it.
  * Connection thread only; blocks on the catalog store and the object store. */
 void fl_tables_handle(fl_api_req_t *r)
@@ -1867,6 +1957,7 @@ void fl_tables_handle(fl_api_req_t *r)
         fail(&t, "BadRequestException", "The query string is not valid.");
         goto out;
     }
+    if (!authorize(&t, hit->op)) goto out;
     hit->fn(&t);
     if (!t.responded) fail(&t, "InternalServerErrorException", NULL);
 out:

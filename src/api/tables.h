@@ -7,7 +7,8 @@
 /* Routes and answers one request (r->path is the whole path). Every failure is
  * answered through fl_tables_error. */
 void fl_tables_handle(fl_api_req_t *r);
-/* Renders an S3 Tables error: status, x-amzn-ErrorType: type, {"message": msg}.
+/* Renders an S3 Tables error: status, x-amzn-ErrorType: type, {"message": msg}
+ * (OSS-signed requests, r->dialect OSS4 or V1: x-oss-error-type instead).
  * Also used by api/catalog.c before dispatch (authentication, body intake). */
 void fl_tables_error(fl_api_req_t *r, int status, const char *type, const char *msg);
 #endif

@@ -39,6 +39,9 @@
 #define STREAM_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 #define STREAM_SIGNED_TR "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 #define STREAM_UNSIGNED_TR "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
+#define OSS_ALGO "OSS4-HMAC-SHA256"
+#define OSS_TERM "aliyun_v4_request"
+#define OSS_KEY_PREFIX "aliyun_v4"
 
 /* ---- small helpers ---- */
 
@@ -239,7 +242,11 @@ static int qpair_cmp(const void *a, const void *b)
     return x->vlen == y->vlen ? 0 : (x->vlen < y->vlen ? -1 : 1);
 }
 
-static fl_err_t canon_query(const char *q, size_t qlen, bool presigned, fl_buf_t *out)
+/* Canonical query. AWS: decoded, strictly re-encoded, sorted, "name=value"
+ * always; X-Amz-Signature dropped when presigned. OSS (raw): the pairs as they
+ * are on the wire, sorted, a name with an empty value bare; x-oss-signature
+ * dropped when presigned. */
+static fl_err_t canon_query(const char *q, size_t qlen, bool presigned, bool raw, fl_buf_t *out)
 {
     fl_err_t e = FL_OK;
     qpair_t *pairs = NULL;
@@ -254,6 +261,17 @@ static fl_err_t canon_query(const char *q, size_t qlen, bool presigned, fl_buf_t
     fl_slice_t n, v;
     while (q_next(&p, end, &n, &v, NULL)) {
         qpair_t *qp = &pairs[np];
+        if (raw) {
+            if (presigned && fl_slice_eq(n, "x-oss-signature")) continue;
+            qp->noff = enc.len;
+            if ((e = fl_buf_add(&enc, n.ptr, n.len))) goto out;
+            qp->nlen = n.len;
+            qp->voff = enc.len;
+            if ((e = fl_buf_add(&enc, v.ptr, v.len))) goto out;
+            qp->vlen = v.len;
+            np++;
+            continue;
+        }
         fl_buf_reset(&dec);
         if ((e = fl_uri_decode(n, true, &dec))) goto out;
         if (presigned && !strcmp(dec.ptr, "X-Amz-Signature")) continue;
@@ -275,6 +293,7 @@ static fl_err_t canon_query(const char *q, size_t qlen, bool presigned, fl_buf_t
     for (size_t i = 0; i < np; i++) {
         if (i && (e = fl_buf_addc(out, '&'))) goto out;
         if ((e = fl_buf_add(out, pairs[i].n, pairs[i].nlen))) goto out;
+        if (raw && !pairs[i].vlen) continue;
         if ((e = fl_buf_addc(out, '='))) goto out;
         if ((e = fl_buf_add(out, pairs[i].v, pairs[i].vlen))) goto out;
     }
@@ -305,8 +324,11 @@ static fl_err_t add_trimall(fl_buf_t *out, const char *v, size_t n)
     return FL_OK;
 }
 
+/* "name:value\n" for each name of the ';'-list sh, in its order; repeated
+ * headers joined with ','. collapse (AWS): inner whitespace runs become one
+ * space; OSS signs the value as sent (the parser has trimmed its ends). */
 static fl_err_t canon_headers(const fl_http_header_t *h, size_t nh, const char *sh, size_t shlen,
-                              fl_buf_t *out)
+                              bool collapse, fl_buf_t *out)
 {
     fl_err_t e = FL_OK;
     for (size_t i = 0; i < shlen;) {
@@ -323,7 +345,9 @@ static fl_err_t canon_headers(const fl_http_header_t *h, size_t nh, const char *
         for (size_t k = 0; k < nh; k++) {
             if (!ieq(h[k].name, h[k].name_len, name, nlen)) continue;
             if (found && (e = fl_buf_addc(out, ','))) return e;
-            if ((e = add_trimall(out, h[k].value, h[k].value_len))) return e;
+            if ((e = collapse ? add_trimall(out, h[k].value, h[k].value_len)
+                              : fl_buf_add(out, h[k].value, h[k].value_len)))
+                return e;
             found = true;
         }
         /* Proxies strip Expect; the client signed it (MinIO does the same). */
@@ -345,10 +369,10 @@ fl_err_t fl_sigv4_canonical_request(const fl_sigv4_req_t *r, const char *service
     if ((e = fl_buf_adds(out, r->method)) || (e = fl_buf_addc(out, '\n'))) return e;
     if ((e = canon_uri(r->raw_path, r->raw_path_len, s3, out)) || (e = fl_buf_addc(out, '\n')))
         return e;
-    if ((e = canon_query(r->raw_query, r->raw_query ? r->raw_query_len : 0, presigned, out)) ||
+    if ((e = canon_query(r->raw_query, r->raw_query ? r->raw_query_len : 0, presigned, false, out)) ||
         (e = fl_buf_addc(out, '\n')))
         return e;
-    if ((e = canon_headers(r->headers, r->nheaders, signed_headers, strlen(signed_headers), out)))
+    if ((e = canon_headers(r->headers, r->nheaders, signed_headers, strlen(signed_headers), true, out)))
         return e;
     if ((e = fl_buf_addc(out, '\n')) || (e = fl_buf_adds(out, signed_headers)) ||
         (e = fl_buf_addc(out, '\n')) || (e = fl_buf_adds(out, payload_hash)))
@@ -356,20 +380,158 @@ fl_err_t fl_sigv4_canonical_request(const fl_sigv4_req_t *r, const char *service
     return FL_OK;
 }
 
-void fl_sigv4_signing_key(const char *secret, const char *date8, const char *region,
-                          const char *service, unsigned char out[32])
+/* True for the headers OSS4 signs without being told: x-oss-*, content-type,
+ * content-md5. */
+static bool oss_default_signed(const char *name, size_t n)
 {
-    char k0[4 + 128 + 1];
+    return (n > 6 && ieq(name, 6, "x-oss-", 6)) || ieq(name, n, "content-type", 12) ||
+           ieq(name, n, "content-md5", 11);
+}
+
+static bool list_has(fl_slice_t sh, const char *name, size_t nlen);
+
+static int cstr_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The ';'-list of the request's headers OSS4 signs: the default ones and those
+ * named in AdditionalHeaders, lower-case, sorted, once each. */
+static fl_err_t oss_header_list(const fl_sigv4_req_t *r, fl_slice_t additional, fl_buf_t *out)
+{
+    fl_err_t e = FL_OK;
+    char **names = fl_calloc(r->nheaders ? r->nheaders : 1, sizeof *names);
+    size_t n = 0;
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const fl_http_header_t *h = &r->headers[i];
+        if (!oss_default_signed(h->name, h->name_len) && !list_has(additional, h->name, h->name_len))
+            continue;
+        names[n] = fl_strndup(h->name, h->name_len);
+        for (char *c = names[n]; *c; c++) *c = lower(*c);
+        n++;
+    }
+    qsort(names, n, sizeof *names, cstr_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(names[i], names[i - 1])) continue;
+        if (out->len && (e = fl_buf_addc(out, ';'))) goto out;
+        if ((e = fl_buf_adds(out, names[i]))) goto out;
+    }
+out:
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return e;
+}
+
+/* The OSS4 canonical resource when the caller gave none: the decoded path,
+ * with the '/' a bucket-only path ("/bucket") lacks ("/bucket/"), as the OSS
+ * SDKs build "/{bucket}/{key}". */
+static fl_err_t oss_object_resource(const fl_sigv4_req_t *r, fl_buf_t *out)
+{
+    fl_err_t e = fl_uri_decode(fl_slice(r->raw_path, r->raw_path_len), false, out);
+    if (e) return e;
+    if (!out->len) return fl_buf_addc(out, '/');
+    if (out->len > 1 && !memchr(out->ptr + 1, '/', out->len - 1)) return fl_buf_addc(out, '/');
+    return FL_OK;
+}
+
+/* The object flavour's resource: cfg->oss_resource if the caller gave one
+ * (a virtual-hosted request's "/{bucket}/{key}"), else from the path. */
+static fl_err_t oss1_resource(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, fl_buf_t *out)
+{
+    if (cfg->oss_resource) return fl_buf_add(out, cfg->oss_resource, cfg->oss_resource_len);
+    return oss_object_resource(r, out);
+}
+
+/* OSS4 canonical request:
+ *   method \n encode(resource) \n raw sorted query \n "name:value\n"... \n
+ *   additional-headers \n payload
+ * resource is decoded (encoded here like S3's URI: all but A-Za-z0-9-_.~/). */
+static fl_err_t oss_canonical_request(const fl_sigv4_req_t *r, fl_slice_t resource,
+                                      fl_slice_t additional, const char *payload_hash,
+                                      bool presigned, fl_buf_t *out)
+{
+    fl_err_t e;
+    fl_buf_t list;
+    fl_buf_init(&list, FL_SIGV4_MAX_SIGNED_HEADERS + 64 * 64);
+    if ((e = fl_buf_adds(out, r->method)) || (e = fl_buf_addc(out, '\n'))) goto out;
+    if ((e = fl_uri_encode(resource, true, out)) || (e = fl_buf_addc(out, '\n'))) goto out;
+    if ((e = canon_query(r->raw_query, r->raw_query ? r->raw_query_len : 0, presigned, true, out)) ||
+        (e = fl_buf_addc(out, '\n')))
+        goto out;
+    if ((e = oss_header_list(r, additional, &list))) goto out;
+    if (list.len && (e = canon_headers(r->headers, r->nheaders, list.ptr, list.len, false, out))) goto out;
+    if ((e = fl_buf_addc(out, '\n')) || (e = fl_buf_add(out, additional.ptr, additional.len)) ||
+        (e = fl_buf_addc(out, '\n')) || (e = fl_buf_adds(out, payload_hash)))
+        goto out;
+out:
+    fl_buf_free(&list);
+    return e;
+}
+
+/* The tables flavour's resource (OSS SDK signer/tables_v4): "/{bucket ARN}/"
+ * or, with no bucket addressed, "/acs:osstables:{region}::bucket//", then the
+ * decoded request path without its leading '/'. The bucket ARN is the second
+ * segment of /buckets/{B}..., /namespaces/{B}..., /tables/{B}..., or for
+ * /get-table the tableBucketARN query parameter, else the part of tableArn
+ * before "/table/". */
+fl_err_t fl_oss4_tables_resource(const fl_sigv4_req_t *r, const char *region, fl_buf_t *out)
+{
+    fl_err_t e = FL_OK;
+    const char *p = r->raw_path, *end = r->raw_path + r->raw_path_len;
+    char *arn = fl_malloc(FL_SIGV4_MAX_CREDENTIAL + 1);
+    arn[0] = 0;
+    if (p < end && *p == '/') p++;
+    const char *s1 = memchr(p, '/', (size_t)(end - p));
+    fl_slice_t first = fl_slice(p, s1 ? (size_t)(s1 - p) : (size_t)(end - p));
+    if (s1 && (fl_slice_eq(first, "buckets") || fl_slice_eq(first, "namespaces") ||
+               fl_slice_eq(first, "tables"))) {
+        const char *s2 = memchr(s1 + 1, '/', (size_t)(end - s1 - 1));
+        fl_slice_t seg = fl_slice(s1 + 1, (size_t)((s2 ? s2 : end) - s1 - 1));
+        if (seg.len && pct_decode(seg, arn, FL_SIGV4_MAX_CREDENTIAL + 1) < 0) arn[0] = 0;
+    } else if (!s1 && fl_slice_eq(first, "get-table")) {
+        if (q_get(r->raw_query, r->raw_query_len, "tableBucketARN", arn, FL_SIGV4_MAX_CREDENTIAL + 1) != 1) {
+            arn[0] = 0;
+            if (q_get(r->raw_query, r->raw_query_len, "tableArn", arn, FL_SIGV4_MAX_CREDENTIAL + 1) == 1) {
+                char *t = strstr(arn, "/table/");
+                if (t) *t = 0;
+                else arn[0] = 0;
+            }
+        }
+    }
+    if (arn[0]) e = fl_buf_printf(out, "/%s/", arn);
+    else e = fl_buf_printf(out, "/acs:osstables:%s::bucket//", region ? region : "");
+    if (!e) e = fl_uri_decode(fl_slice(p, (size_t)(end - p)), false, out);
+    free(arn);
+    return e;
+}
+
+/* HMAC-SHA256 chain: k = prefix+secret; k = HMAC(k, date8), region, service, term. */
+static void derive_key(const char *prefix, const char *secret, const char *date8, const char *region,
+                       const char *service, const char *term, unsigned char out[32])
+{
+    char k0[16 + 128 + 1];
     unsigned char k[32];
-    int n = snprintf(k0, sizeof k0, "AWS4%s", secret);
+    int n = snprintf(k0, sizeof k0, "%s%s", prefix, secret);
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof k0) n = (int)sizeof k0 - 1;
     fl_hmac_sha256(k0, (size_t)n, date8, strlen(date8), k);
     fl_hmac_sha256(k, 32, region, strlen(region), k);
     fl_hmac_sha256(k, 32, service, strlen(service), k);
-    fl_hmac_sha256(k, 32, TERM, strlen(TERM), out);
+    fl_hmac_sha256(k, 32, term, strlen(term), out);
     OPENSSL_cleanse(k0, sizeof k0);
     OPENSSL_cleanse(k, sizeof k);
+}
+
+void fl_sigv4_signing_key(const char *secret, const char *date8, const char *region,
+                          const char *service, unsigned char out[32])
+{
+    derive_key("AWS4", secret, date8, region, service, TERM, out);
+}
+
+void fl_oss4_signing_key(const char *secret, const char *date8, const char *region,
+                         const char *product, unsigned char out[32])
+{
+    derive_key(OSS_KEY_PREFIX, secret, date8, region, product, OSS_TERM, out);
 }
 
 /* ---- signing-key cache ---- */
@@ -377,6 +539,7 @@ void fl_sigv4_signing_key(const char *secret, const char *date8, const char *reg
 #define KC_SLOTS 64
 typedef struct kc_ent {
     bool used;
+    fl_sig_dialect_t dialect;
     char akid[128], date[9], region[64], service[32], secret[128];
     unsigned char key[32];
 } kc_ent_t;
@@ -395,23 +558,26 @@ static bool secret_eq(const char *a, const char *b)
     return n == strlen(b) && CRYPTO_memcmp(a, b, n) == 0;
 }
 
-static void cached_signing_key(const char *akid, const char *secret, const char *date8,
-                               const char *region, const char *service, unsigned char out[32])
+static void cached_signing_key(fl_sig_dialect_t d, const char *akid, const char *secret,
+                               const char *date8, const char *region, const char *service,
+                               unsigned char out[32])
 {
-    uint32_t h = fnv(fnv(fnv(fnv(2166136261u, akid), date8), region), service);
+    uint32_t h = fnv(fnv(fnv(fnv(2166136261u + (uint32_t)d, akid), date8), region), service);
     kc_ent_t *e = &kc[h % KC_SLOTS];
     pthread_mutex_lock(&kc_mu);
-    if (e->used && !strcmp(e->akid, akid) && !strcmp(e->date, date8) &&
+    if (e->used && e->dialect == d && !strcmp(e->akid, akid) && !strcmp(e->date, date8) &&
         !strcmp(e->region, region) && !strcmp(e->service, service) && secret_eq(e->secret, secret)) {
         memcpy(out, e->key, 32);
         pthread_mutex_unlock(&kc_mu);
         return;
     }
     pthread_mutex_unlock(&kc_mu);
-    fl_sigv4_signing_key(secret, date8, region, service, out);
+    if (d == FL_SIG_OSS4) fl_oss4_signing_key(secret, date8, region, service, out);
+    else fl_sigv4_signing_key(secret, date8, region, service, out);
     if (strlen(akid) >= sizeof e->akid || strlen(secret) >= sizeof e->secret) return;
     pthread_mutex_lock(&kc_mu);
     OPENSSL_cleanse(e, sizeof *e);
+    e->dialect = d;
     fl_strlcpy(e->akid, akid, sizeof e->akid);
     fl_strlcpy(e->date, date8, sizeof e->date);
     fl_strlcpy(e->region, region, sizeof e->region);
@@ -423,13 +589,13 @@ static void cached_signing_key(const char *akid, const char *secret, const char 
 }
 
 /* signature = hex(HMAC(key, "AWS4-HMAC-SHA256\n{date}\n{scope}\n{hex sha256(creq)}")) */
-static void sign_creq(const unsigned char key[32], const char *amz_date, const char *scope,
-                      const char *creq, size_t creq_len, char sig[65])
+static void sign_creq(const char *algo, const unsigned char key[32], const char *amz_date,
+                      const char *scope, const char *creq, size_t creq_len, char sig[65])
 {
     char sts[512], h[65];
     unsigned char mac[32];
     fl_sha256_hex(creq, creq_len, h);
-    int n = snprintf(sts, sizeof sts, ALGO "\n%s\n%s\n%s", amz_date, scope, h);
+    int n = snprintf(sts, sizeof sts, "%s\n%s\n%s\n%s", algo, amz_date, scope, h);
     if (n < 0 || (size_t)n >= sizeof sts) n = (int)strlen(sts);
     fl_hmac_sha256(key, 32, sts, (size_t)n, mac);
     fl_hex(mac, 32, sig);
@@ -437,9 +603,30 @@ static void sign_creq(const unsigned char key[32], const char *amz_date, const c
 
 /* ---- verification ---- */
 
+/* What differs between the two signature families verified here. */
+typedef struct dialect {
+    fl_sig_dialect_t id;
+    const char *algo, *term, *name;       /* name: for messages */
+    const char *date_hdr, *sha_hdr;       /* x-amz-date / x-oss-date, ...-content-sha256 */
+    const char *q_alg, *q_cred, *q_date, *q_exp, *q_sig, *q_hdrs;
+    const char *hdrs_field;               /* "SignedHeaders=" / "AdditionalHeaders=" */
+    bool hdrs_required;                   /* the header list must be there (AWS) */
+} dialect_t;
+
+static const dialect_t AWS = {
+    FL_SIG_AWS4, ALGO, TERM, "AWS", "x-amz-date", "x-amz-content-sha256",
+    "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires", "X-Amz-Signature",
+    "X-Amz-SignedHeaders", "SignedHeaders=", true,
+};
+static const dialect_t OSS = {
+    FL_SIG_OSS4, OSS_ALGO, OSS_TERM, "OSS", "x-oss-date", "x-oss-content-sha256",
+    "x-oss-signature-version", "x-oss-credential", "x-oss-date", "x-oss-expires", "x-oss-signature",
+    "x-oss-additional-headers", "AdditionalHeaders=", false,
+};
+
 typedef struct parsed {
     fl_slice_t akid, date8, region, service, term;
-    fl_slice_t signed_headers;
+    fl_slice_t signed_headers;  /* AWS: SignedHeaders; OSS: AdditionalHeaders (may be empty) */
     fl_slice_t sig;
     char amz_date[17];
     int64_t t;
@@ -487,15 +674,16 @@ static bool is_date8(fl_slice_t d)
     return true;
 }
 
-/* Parses "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=..., Signature=...",
- * tolerant of ',' without spaces and of field order. */
-static fl_err_t parse_authz(fl_slice_t v, parsed_t *p, fl_sigv4_error_t *err)
+/* Parses "{ALGO} Credential=..., SignedHeaders=..., Signature=..." (OSS4:
+ * AdditionalHeaders, optional), tolerant of ',' without spaces and of field
+ * order. */
+static fl_err_t parse_authz(const dialect_t *d, fl_slice_t v, parsed_t *p, fl_sigv4_error_t *err)
 {
     static const char M[] = "AuthorizationHeaderMalformed";
-    const size_t al = sizeof ALGO - 1;
+    const size_t al = strlen(d->algo), hl = strlen(d->hdrs_field);
     v = fl_slice_trim(v);
-    if (v.len < al || memcmp(v.ptr, ALGO, al) || (v.len > al && v.ptr[al] != ' ' && v.ptr[al] != '\t')) {
-        if (v.len >= 5 && !memcmp(v.ptr, "AWS4-", 5))
+    if (v.len < al || memcmp(v.ptr, d->algo, al) || (v.len > al && v.ptr[al] != ' ' && v.ptr[al] != '\t')) {
+        if (v.len >= 5 && (!memcmp(v.ptr, "AWS4-", 5) || !memcmp(v.ptr, "OSS4-", 5)))
             return fail(err, 400, "InvalidArgument", "Unsupported Authorization Type");
         return fail(err, 400, M, "The authorization header is malformed; unsupported algorithm");
     }
@@ -513,10 +701,10 @@ static fl_err_t parse_authz(fl_slice_t v, parsed_t *p, fl_sigv4_error_t *err)
             have_c = true;
             if (!parse_credential(fl_slice(f.ptr + 11, f.len - 11), p))
                 return fail(err, 400, M, "The authorization header is malformed; the Credential is "
-                            "mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".");
-        } else if (f.len > 14 && !memcmp(f.ptr, "SignedHeaders=", 14) && !have_h) {
+                            "mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/%s\".", d->term);
+        } else if (f.len >= hl && !memcmp(f.ptr, d->hdrs_field, hl) && !have_h) {
             have_h = true;
-            p->signed_headers = fl_slice_trim(fl_slice(f.ptr + 14, f.len - 14));
+            p->signed_headers = fl_slice_trim(fl_slice(f.ptr + hl, f.len - hl));
         } else if (f.len >= 10 && !memcmp(f.ptr, "Signature=", 10) && !have_s) {
             have_s = true;
             p->sig = fl_slice_trim(fl_slice(f.ptr + 10, f.len - 10));
@@ -524,13 +712,14 @@ static fl_err_t parse_authz(fl_slice_t v, parsed_t *p, fl_sigv4_error_t *err)
             return fail(err, 400, M, "The authorization header is malformed; unexpected field");
         }
     }
-    if (!have_c || !have_h || !have_s || nfields != 3)
+    if (!have_c || !have_s || (d->hdrs_required && !have_h) || nfields != 2u + have_h)
         return fail(err, 400, M, "The authorization header is malformed; it must contain "
-                    "Credential, SignedHeaders and Signature");
+                    "Credential, %.*s and Signature", (int)hl - 1, d->hdrs_field);
+    if (!have_h) p->signed_headers = fl_slice("", 0);
     return FL_OK;
 }
 
-static bool signed_has(fl_slice_t sh, const char *name, size_t nlen)
+static bool list_has(fl_slice_t sh, const char *name, size_t nlen)
 {
     for (size_t i = 0; i < sh.len;) {
         size_t j = i;
@@ -558,8 +747,10 @@ static bool signed_headers_ok(fl_slice_t sh)
 }
 
 /* x-amz-content-sha256 (or X-Amz-Content-Sha256 query) value -> mode, lower-hex
- * expected hash and the string that goes into the canonical request. */
-static bool payload_parse(fl_slice_t v, fl_payload_mode_t *mode, char hex[65], char creq[64 + 16])
+ * expected hash and the string that goes into the canonical request. OSS4
+ * knows only a hex hash and UNSIGNED-PAYLOAD. */
+static bool payload_parse(const dialect_t *d, fl_slice_t v, fl_payload_mode_t *mode, char hex[65],
+                          char creq[64 + 16])
 {
     hex[0] = 0;
     if (is_hex64(v.ptr, v.len)) {
@@ -574,28 +765,29 @@ static bool payload_parse(fl_slice_t v, fl_payload_mode_t *mode, char hex[65], c
         { STREAM_SIGNED_TR, FL_PAYLOAD_STREAMING_SIGNED_TRAILER },
         { STREAM_UNSIGNED_TR, FL_PAYLOAD_STREAMING_UNSIGNED_TRAILER },
     };
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+    for (size_t i = 0; i < (d->id == FL_SIG_OSS4 ? 1 : sizeof modes / sizeof modes[0]); i++) {
         if (slice_is(v, modes[i].s)) {
             *mode = modes[i].m;
             strcpy(creq, modes[i].s);
             return true;
         }
     }
+    if (d->id == FL_SIG_OSS4) return false;
     /* Java SDK (Iceberg REST signer): base64 of the digest in the header, hex
      * in the canonical request. */
-    unsigned char d[33];
-    if ((v.len == 44 || v.len == 43) && fl_base64_decode(v.ptr, v.len, d, sizeof d) == 32) {
+    unsigned char dg[33];
+    if ((v.len == 44 || v.len == 43) && fl_base64_decode(v.ptr, v.len, dg, sizeof dg) == 32) {
         *mode = FL_PAYLOAD_SHA256;
-        fl_hex(d, 32, hex);
+        fl_hex(dg, 32, hex);
         strcpy(creq, hex);
         return true;
     }
     return false;
 }
 
-static bool service_ok(const fl_sigv4_cfg_t *cfg, fl_slice_t s)
+static bool name_in(const char *const *list, fl_slice_t s)
 {
-    for (const char *const *p = cfg->services; p && *p; p++)
+    for (const char *const *p = list; p && *p; p++)
         if (slice_is(s, *p)) return true;
     return false;
 }
@@ -612,16 +804,379 @@ static bool must_be_signed(const fl_http_header_t *h, bool presigned)
     return !(h->name_len > 15 && ieq(h->name, 15, "x-amz-checksum-", 15));
 }
 
+fl_sig_dialect_t fl_sigv4_dialect(const fl_sigv4_req_t *r)
+{
+    fl_slice_t a = fl_slice_trim(hdr_get(r->headers, r->nheaders, "authorization"));
+    if (a.ptr && a.len >= 5 && !memcmp(a.ptr, "AWS4-", 5)) return FL_SIG_AWS4;
+    if (a.ptr && a.len >= 5 && !memcmp(a.ptr, "OSS4-", 5)) return FL_SIG_OSS4;
+    if (a.ptr && a.len >= 4 && !memcmp(a.ptr, "OSS ", 4)) return FL_SIG_OSS1;
+    char tmp[8];
+    for (int k = 0; k < 2; k++) {
+        const dialect_t *d = k ? &OSS : &AWS;
+        const char *const q[] = { d->q_alg, d->q_cred, d->q_sig };
+        for (size_t i = 0; i < 3; i++)
+            if (q_get(r->raw_query, r->raw_query_len, q[i], tmp, sizeof tmp) != 0) return d->id;
+    }
+    if (q_get(r->raw_query, r->raw_query_len, "OSSAccessKeyId", tmp, sizeof tmp) != 0) return FL_SIG_OSS1;
+    return FL_SIG_NONE;
+}
+
 bool fl_sigv4_present(const fl_sigv4_req_t *r)
 {
-    fl_slice_t a = hdr_get(r->headers, r->nheaders, "authorization");
-    a = fl_slice_trim(a);
-    if (a.ptr && a.len >= 5 && !memcmp(a.ptr, "AWS4-", 5)) return true;
-    char tmp[8];
-    static const char *const q[] = { "X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Signature" };
-    for (size_t i = 0; i < 3; i++)
-        if (q_get(r->raw_query, r->raw_query_len, q[i], tmp, sizeof tmp) != 0) return true;
-    return false;
+    return fl_sigv4_dialect(r) != FL_SIG_NONE;
+}
+
+/* Reads the presigned-query credentials of dialect d into p (values decoded
+ * into the q_* buffers the caller owns). */
+typedef struct qbufs {
+    char cred[FL_SIGV4_MAX_CREDENTIAL], date[32], exp[24], sh[FL_SIGV4_MAX_SIGNED_HEADERS + 1];
+    char sig[80], alg[40];
+} qbufs_t;
+
+static fl_err_t parse_query_auth(const dialect_t *d, const fl_sigv4_req_t *r, qbufs_t *qb,
+                                 parsed_t *p, fl_sigv4_error_t *err)
+{
+    static const char M[] = "AuthorizationQueryParametersError";
+    const char *q = r->raw_query;
+    size_t ql = r->raw_query_len;
+    int qa = q_get(q, ql, d->q_alg, qb->alg, sizeof qb->alg);
+    int qc = q_get(q, ql, d->q_cred, qb->cred, sizeof qb->cred);
+    int qs = q_get(q, ql, d->q_sig, qb->sig, sizeof qb->sig);
+    int qd = q_get(q, ql, d->q_date, qb->date, sizeof qb->date);
+    int qe = q_get(q, ql, d->q_exp, qb->exp, sizeof qb->exp);
+    int qh = q_get(q, ql, d->q_hdrs, qb->sh, sizeof qb->sh);
+    if (qh == 0 && !d->hdrs_required) qb->sh[0] = 0, qh = 1;
+    if (qa != 1 || qc != 1 || qs != 1 || qd != 1 || qe != 1 || qh != 1)
+        return fail(err, 400, M, "Query-string authentication version 4 requires the %s, %s, %s, "
+                    "%s, %s and %s parameters.", d->q_alg, d->q_cred, d->q_sig, d->q_date,
+                    d->q_exp, d->q_hdrs);
+    if (strcmp(qb->alg, d->algo))
+        return fail(err, 400, M, "%s only supports \"%s\"", d->q_alg, d->algo);
+    p->presigned = true;
+    if (!parse_credential(fl_slice_cstr(qb->cred), p))
+        return fail(err, 400, M, "Error parsing the %s parameter; the Credential is mal-formed; "
+                    "expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/%s\".", d->q_cred, d->term);
+    p->signed_headers = fl_slice_cstr(qb->sh);
+    p->sig = fl_slice_cstr(qb->sig);
+    p->t = strlen(qb->date) == 16 ? fl_time_parse_amz(qb->date, 16) : -1;
+    if (p->t < 0)
+        return fail(err, 400, M, "%s must be in the ISO8601 Long Format \"yyyyMMdd'T'HHmmss'Z'\"",
+                    d->q_date);
+    memcpy(p->amz_date, qb->date, 17);
+    size_t el = strlen(qb->exp);
+    p->expires = 0;
+    for (size_t i = 0; i < el; i++) {
+        if (qb->exp[i] < '0' || qb->exp[i] > '9' || p->expires > FL_SIGV4_MAX_EXPIRES_S) {
+            p->expires = -1;
+            break;
+        }
+        p->expires = p->expires * 10 + (qb->exp[i] - '0');
+    }
+    if (!el || p->expires < 0) return fail(err, 400, M, "%s should be a number", d->q_exp);
+    if (p->expires > FL_SIGV4_MAX_EXPIRES_S)
+        return fail(err, 400, M, "%s must be less than a week (in seconds) that is 604800", d->q_exp);
+    return FL_OK;
+}
+
+/* ---- OSS V1: "Authorization: OSS {akid}:{signature}" and the presigned
+ * OSSAccessKeyId / Expires / Signature query ----
+ *
+ * signature = base64(HMAC-SHA1(secret, VERB \n Content-MD5 \n Content-Type \n
+ *             Date \n {"x-oss-name:value\n" sorted by name} {resource}))
+ * Date is x-oss-date if sent, else Date; in the presigned form it is Expires
+ * (seconds since the epoch). resource is "/{bucket}/{key}" decoded ("/bucket/"
+ * for the bucket, "/" for the service), then '?' and the sub-resources among
+ * the query parameters, decoded, sorted by name, "name=value" or the bare name
+ * when empty, joined with '&'. Nothing in V1 names a region or covers a body
+ * but through Content-MD5 (which the data plane checks against the body). */
+
+/* The query parameters V1 signs: the union of the lists the OSS SDKs carry
+ * (Python oss2, Java aliyun-sdk-oss), sorted by strcmp for bsearch. A name
+ * one SDK signs and the other does not concerns only operations floe does not
+ * implement. */
+static const char *const OSS1_SUBRES[] = {
+    "accessPoint", "accessPointPolicy", "acl", "append", "asyncFetch", "bucketArchiveDirectRead",
+    "bucketInfo", "callback", "callback-var", "cname", "comp", "continuation-token", "cors",
+    "delete", "encryption", "endTime", "group", "httpsConfig", "img", "inventory", "inventoryId",
+    "lifecycle", "link", "live", "location", "logging", "metaQuery", "objectInfo", "objectMeta",
+    "partNumber", "policy", "position", "processConfiguration", "publicAccessBlock", "qos",
+    "qosInfo", "qosRequester", "redundancyTransition", "referer", "regionList", "replication",
+    "replicationLocation", "replicationProgress", "requestPayment", "requesterQosInfo",
+    "resourceGroup", "resourcePool", "resourcePoolBuckets", "resourcePoolInfo",
+    "response-cache-control", "response-content-disposition", "response-content-encoding",
+    "response-content-language", "response-content-type", "response-expires", "restore",
+    "security-token", "sequential", "startTime", "stat", "status", "style", "styleName",
+    "symlink", "tagging", "transferAcceleration", "udf", "udfApplication", "udfApplicationLog",
+    "udfImage", "udfImageDesc", "udfName", "uploadId", "uploads", "versionId", "versioning",
+    "versions", "vip", "vod", "vpcip", "website", "worm", "wormExtend", "wormId",
+    "x-oss-ac-forward-allow", "x-oss-ac-source-ip", "x-oss-ac-subnet-mask", "x-oss-ac-vpc-id",
+    "x-oss-access-point-name", "x-oss-async-process", "x-oss-process",
+    "x-oss-redundancy-transition-taskid", "x-oss-request-payer", "x-oss-target-redundancy-type",
+    "x-oss-traffic-limit", "x-oss-write-get-object-response",
+};
+
+static int cstr_key_cmp(const void *key, const void *elem)
+{
+    return strcmp(key, *(const char *const *)elem);
+}
+
+static bool oss1_subresource(const char *name)
+{
+    return bsearch(name, OSS1_SUBRES, sizeof OSS1_SUBRES / sizeof OSS1_SUBRES[0],
+                   sizeof OSS1_SUBRES[0], cstr_key_cmp) != NULL;
+}
+
+typedef struct subres {
+    char *name, *value;
+} subres_t;
+
+static int subres_cmp(const void *a, const void *b)
+{
+    return strcmp(((const subres_t *)a)->name, ((const subres_t *)b)->name);
+}
+
+/* Appends "?a=1&b" (the signed sub-resources of the raw query) to out.
+ * FL_ERR_INVALID on a bad escape or a sub-resource given twice. */
+static fl_err_t oss1_subresources(const char *q, size_t qlen, fl_buf_t *out)
+{
+    fl_err_t e = FL_OK;
+    size_t cnt = 1, n = 0;
+    subres_t *sr = NULL;
+    fl_buf_t dec;
+    fl_buf_init(&dec, qlen + 64);
+    if (!q || !qlen) goto out;
+    for (size_t i = 0; i < qlen; i++) cnt += q[i] == '&';
+    sr = fl_calloc(cnt, sizeof *sr);
+    const char *p = q, *end = q + qlen;
+    fl_slice_t nm, v;
+    while (q_next(&p, end, &nm, &v, NULL)) {
+        fl_buf_reset(&dec);
+        if ((e = fl_uri_decode(nm, true, &dec))) goto out;
+        if (!oss1_subresource(dec.ptr)) continue;
+        sr[n].name = fl_strndup(dec.ptr, dec.len);
+        fl_buf_reset(&dec);
+        if ((e = fl_uri_decode(v, true, &dec))) goto out;
+        sr[n].value = fl_strndup(dec.ptr, dec.len);
+        n++;
+    }
+    qsort(sr, n, sizeof *sr, subres_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (i && !strcmp(sr[i].name, sr[i - 1].name)) {
+            e = FL_ERR_INVALID;
+            goto out;
+        }
+        if ((e = fl_buf_addc(out, i ? '&' : '?')) || (e = fl_buf_adds(out, sr[i].name))) goto out;
+        if (sr[i].value[0] && ((e = fl_buf_addc(out, '=')) || (e = fl_buf_adds(out, sr[i].value))))
+            goto out;
+    }
+out:
+    for (size_t i = 0; i < n; i++) {
+        free(sr[i].name);
+        free(sr[i].value);
+    }
+    free(sr);
+    fl_buf_free(&dec);
+    return e;
+}
+
+/* The V1 string to sign, date_value in the Date slot. */
+static fl_err_t oss1_string_to_sign(const fl_sigv4_req_t *r, fl_slice_t resource,
+                                    fl_slice_t date_value, fl_buf_t *out)
+{
+    fl_err_t e;
+    fl_buf_t list;
+    fl_slice_t md5 = fl_slice_trim(hdr_get(r->headers, r->nheaders, "content-md5"));
+    fl_slice_t ct = fl_slice_trim(hdr_get(r->headers, r->nheaders, "content-type"));
+    fl_buf_init(&list, FL_SIGV4_MAX_SIGNED_HEADERS + 64 * 64);
+    if ((e = fl_buf_printf(out, "%s\n%.*s\n%.*s\n%.*s\n", r->method, (int)md5.len, md5.ptr ? md5.ptr : "",
+                           (int)ct.len, ct.ptr ? ct.ptr : "", (int)date_value.len, date_value.ptr)))
+        goto out;
+    for (size_t i = 0; i < r->nheaders; i++) { /* the x-oss-* names, sorted, once each */
+        const fl_http_header_t *h = &r->headers[i];
+        if (h->name_len <= 6 || !ieq(h->name, 6, "x-oss-", 6)) continue;
+        if (list.len && (e = fl_buf_addc(&list, ';'))) goto out;
+        for (size_t k = 0; k < h->name_len; k++)
+            if ((e = fl_buf_addc(&list, lower(h->name[k])))) goto out;
+    }
+    if (list.len) {
+        size_t cnt = 1;
+        for (size_t i = 0; i < list.len; i++) cnt += list.ptr[i] == ';';
+        char **names = fl_calloc(cnt, sizeof *names), *save = NULL;
+        size_t n = 0;
+        for (char *t = strtok_r(list.ptr, ";", &save); t; t = strtok_r(NULL, ";", &save)) names[n++] = t;
+        qsort(names, n, sizeof *names, cstr_cmp);
+        fl_buf_t sorted;
+        fl_buf_init(&sorted, list.len + 1);
+        for (size_t i = 0; i < n && !e; i++) {
+            if (i && !strcmp(names[i], names[i - 1])) continue;
+            if (sorted.len) e = fl_buf_addc(&sorted, ';');
+            if (!e) e = fl_buf_adds(&sorted, names[i]);
+        }
+        free(names);
+        /* "name:value\n", repeated headers joined with ',' */
+        if (!e) e = canon_headers(r->headers, r->nheaders, sorted.ptr, sorted.len, false, out);
+        fl_buf_free(&sorted);
+        if (e) goto out;
+    }
+    if ((e = fl_buf_add(out, resource.ptr, resource.len))) goto out;
+    e = oss1_subresources(r->raw_query, r->raw_query ? r->raw_query_len : 0, out);
+out:
+    fl_buf_free(&list);
+    return e;
+}
+
+static fl_err_t oss1_resource(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, fl_buf_t *out);
+
+/* V1 verification (the object flavour only: cfg->oss_products must hold "oss"). */
+static fl_err_t verify_oss1(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, bool head_only,
+                            fl_sigv4_auth_t *auth, fl_sigv4_error_t *err)
+{
+    static const char QM[] = "AuthorizationQueryParametersError";
+    fl_err_t e = FL_OK;
+    char akid[128], secret[128] = { 0 }, qakid[160], qexp[24], qsig[80], datebuf[64];
+    unsigned char given[32], calc[20];
+    fl_slice_t date_value = { NULL, 0 };
+    int64_t t = -1, expires = -1;
+    bool presigned = false;
+    fl_buf_t sts, res;
+    fl_buf_init(&sts, 64 * 1024);
+    fl_buf_init(&res, FL_HTTP_MAX_TARGET_BYTES + 4096);
+    if (!name_in(cfg->oss_products, fl_slice_cstr("oss"))) {
+        e = fail(err, 400, "InvalidArgument", "Unsupported Authorization Type");
+        goto out;
+    }
+    fl_slice_t az = fl_slice_trim(hdr_get(r->headers, r->nheaders, "authorization"));
+    int qa = q_get(r->raw_query, r->raw_query_len, "OSSAccessKeyId", qakid, sizeof qakid);
+    if (az.ptr && qa) {
+        e = fail(err, 400, "InvalidArgument", "Only one auth mechanism allowed; only the "
+                 "OSSAccessKeyId query parameter, Signature query string parameter or the "
+                 "Authorization header should be specified");
+        goto out;
+    }
+    long glen;
+    if (az.ptr) {
+        /* "OSS " akid ":" base64 (fl_sigv4_dialect saw the "OSS " prefix) */
+        fl_slice_t v = fl_slice_trim(fl_slice(az.ptr + 4, az.len - 4));
+        const char *colon = memchr(v.ptr, ':', v.len);
+        if (!colon || colon == v.ptr || (size_t)(colon - v.ptr) >= sizeof akid) {
+            e = fail(err, 400, "InvalidArgument", "Authorization header is invalid.");
+            goto out;
+        }
+        copy_slice(akid, sizeof akid, fl_slice(v.ptr, (size_t)(colon - v.ptr)));
+        fl_slice_t sig = fl_slice(colon + 1, (size_t)(v.ptr + v.len - colon - 1));
+        glen = sig.len > 0 && sig.len <= 44 ? fl_base64_decode(sig.ptr, sig.len, given, sizeof given) : -1;
+        fl_slice_t xd = fl_slice_trim(hdr_get(r->headers, r->nheaders, "x-oss-date"));
+        date_value = xd.ptr ? xd : fl_slice_trim(hdr_get(r->headers, r->nheaders, "date"));
+        t = date_value.ptr ? fl_time_parse_http(date_value.ptr, date_value.len) : -1;
+        if (t < 0) {
+            e = fail(err, 403, "AccessDenied", "OSS authentication requires a valid Date.");
+            goto out;
+        }
+    } else {
+        presigned = true;
+        int qe = q_get(r->raw_query, r->raw_query_len, "Expires", qexp, sizeof qexp);
+        int qs = q_get(r->raw_query, r->raw_query_len, "Signature", qsig, sizeof qsig);
+        if (qa != 1 || qe != 1 || qs != 1 || !qakid[0] || strlen(qakid) >= sizeof akid) {
+            e = fail(err, 400, QM, "Query-string authentication requires the OSSAccessKeyId, "
+                     "Expires and Signature parameters, once each.");
+            goto out;
+        }
+        fl_strlcpy(akid, qakid, sizeof akid);
+        size_t el = strlen(qexp);
+        expires = 0;
+        for (size_t i = 0; i < el; i++) {
+            if (qexp[i] < '0' || qexp[i] > '9' || expires > INT64_MAX / 20) {
+                expires = -1;
+                break;
+            }
+            expires = expires * 10 + (qexp[i] - '0');
+        }
+        if (!el || expires < 0) {
+            e = fail(err, 400, QM, "Expires should be a number");
+            goto out;
+        }
+        for (char *c = qsig; *c; c++)
+            if (*c == ' ') *c = '+'; /* a raw '+' of the base64 decodes as a space */
+        glen = fl_base64_decode(qsig, strlen(qsig), given, sizeof given);
+        fl_strlcpy(datebuf, qexp, sizeof datebuf);
+        date_value = fl_slice_cstr(datebuf);
+    }
+    if (glen != 20) {
+        e = fail(err, 403, "SignatureDoesNotMatch", "The request signature we calculated does "
+                 "not match the signature you provided. Check your key and signing method.");
+        goto out;
+    }
+    if (!cfg->lookup || !cfg->lookup(cfg->lookup_ud, akid, secret)) {
+        e = fail(err, 403, "InvalidAccessKeyId", "The OSS Access Key Id you provided does not "
+                 "exist in our records.");
+        goto out;
+    }
+    secret[sizeof secret - 1] = 0;
+    if (!presigned) {
+        int64_t dt = cfg->now - t;
+        if (dt > FL_SIGV4_MAX_SKEW_S || dt < -FL_SIGV4_MAX_SKEW_S) {
+            e = fail(err, 403, "RequestTimeTooSkewed", "The difference between the request time "
+                     "and the current time is too large.");
+            goto out;
+        }
+    } else {
+        if (cfg->now > expires) {
+            e = fail(err, 403, "AccessDenied", "Request has expired.");
+            goto out;
+        }
+        if (expires - cfg->now > FL_SIGV4_MAX_EXPIRES_S + FL_SIGV4_MAX_SKEW_S) {
+            e = fail(err, 400, QM, "Expires must be less than a week (604800 seconds) from now");
+            goto out;
+        }
+    }
+    /* V1 signs the x-oss-* headers only: an x-amz-* header the data plane would
+     * act on (x-amz-copy-source, metadata) is unsigned. */
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const fl_http_header_t *h = &r->headers[i];
+        if (!must_be_signed(h, false)) continue;
+        err->detail_name = "HeadersNotSigned";
+        size_t dl = strlen(err->detail_value);
+        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
+        if (dl) {
+            memcpy(err->detail_value + dl, ", ", 2);
+            dl += 2;
+        }
+        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
+        err->detail_value[dl + h->name_len] = 0;
+    }
+    if (err->detail_name) {
+        e = fail(err, 403, "AccessDenied", "There were headers present in the request which were "
+                 "not signed");
+        goto out;
+    }
+    if (head_only) goto out;
+
+    if ((e = oss1_resource(r, cfg, &res)) ||
+        (e = oss1_string_to_sign(r, fl_slice(res.ptr, res.len), date_value, &sts))) {
+        e = e == FL_ERR_INVALID ? fail(err, 400, "InvalidURI", "Couldn't parse the specified URI.")
+                                : fail(err, 400, "InvalidArgument", "Request too large to sign");
+        goto out;
+    }
+    fl_hmac_sha1(secret, strlen(secret), sts.ptr, sts.len, calc);
+    if (CRYPTO_memcmp(calc, given, 20) != 0) {
+        e = fail(err, 403, "SignatureDoesNotMatch", "The request signature we calculated does "
+                 "not match the signature you provided. Check your key and signing method.");
+        goto out;
+    }
+    auth->dialect = FL_SIG_OSS1;
+    fl_strlcpy(auth->akid, akid, sizeof auth->akid);
+    fl_strlcpy(auth->service, "oss", sizeof auth->service);
+    if (cfg->region) fl_strlcpy(auth->region, cfg->region, sizeof auth->region);
+    fl_time_amz((time_t)(presigned ? cfg->now : t), auth->amz_date, sizeof auth->amz_date);
+    auth->payload_mode = FL_PAYLOAD_UNSIGNED;
+    auth->presigned = presigned;
+    e = FL_OK;
+out:
+    OPENSSL_cleanse(secret, sizeof secret);
+    OPENSSL_cleanse(calc, sizeof calc);
+    fl_buf_free(&sts);
+    fl_buf_free(&res);
+    return e;
 }
 
 static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
@@ -630,120 +1185,89 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
 {
     fl_err_t e = FL_OK;
     parsed_t p;
-    char q_cred[FL_SIGV4_MAX_CREDENTIAL], q_date[32], q_exp[24], q_sh[FL_SIGV4_MAX_SIGNED_HEADERS + 1];
-    char q_sig[80], q_alg[40], q_sha[80];
+    qbufs_t qb;
+    char q_sha[80];
     char akid[128], date8[9], region[64], service[32], scope[160];
     char secret[128] = { 0 }, sig_given[65], sig_calc[65];
     char payload_creq[64 + 16], sh[FL_SIGV4_MAX_SIGNED_HEADERS + 1];
-    fl_buf_t creq;
+    fl_buf_t creq, res;
     fl_buf_init(&creq, 64 * 1024 + 4 * (r->raw_path_len + r->raw_query_len));
+    fl_buf_init(&res, FL_HTTP_MAX_TARGET_BYTES + 4096);
     memset(&p, 0, sizeof p);
     memset(auth, 0, sizeof *auth);
     memset(err, 0, sizeof *err);
 
+    fl_sig_dialect_t did = fl_sigv4_dialect(r);
+    if (did == FL_SIG_OSS1) {
+        e = verify_oss1(r, cfg, head_only, auth, err);
+        goto out;
+    }
+    const dialect_t *d = did == FL_SIG_OSS4 ? &OSS : &AWS;
+    bool oss = did == FL_SIG_OSS4;
+    const char *const *services = oss ? cfg->oss_products : cfg->services;
+    if (oss && !cfg->oss_products) {
+        e = fail(err, 400, "InvalidArgument", "Unsupported Authorization Type");
+        goto out;
+    }
     fl_slice_t az = hdr_get(r->headers, r->nheaders, "authorization");
-    int qa = q_get(r->raw_query, r->raw_query_len, "X-Amz-Algorithm", q_alg, sizeof q_alg);
-    int qc = q_get(r->raw_query, r->raw_query_len, "X-Amz-Credential", q_cred, sizeof q_cred);
-    int qs = q_get(r->raw_query, r->raw_query_len, "X-Amz-Signature", q_sig, sizeof q_sig);
+    char tmp[8];
+    bool any_q = q_get(r->raw_query, r->raw_query_len, d->q_alg, tmp, sizeof tmp) ||
+                 q_get(r->raw_query, r->raw_query_len, d->q_cred, tmp, sizeof tmp) ||
+                 q_get(r->raw_query, r->raw_query_len, d->q_sig, tmp, sizeof tmp);
     const char *M;
-    if (az.ptr && (qa || qc || qs)) {
-        e = fail(err, 400, "InvalidArgument", "Only one auth mechanism allowed; only the "
-                 "X-Amz-Algorithm query parameter, Signature query string parameter or the "
-                 "Authorization header should be specified");
+    if (az.ptr && any_q) {
+        e = fail(err, 400, "InvalidArgument", "Only one auth mechanism allowed; only the %s query "
+                 "parameter, Signature query string parameter or the Authorization header should "
+                 "be specified", d->q_alg);
         goto out;
     }
     if (az.ptr) {
         M = "AuthorizationHeaderMalformed";
-        if ((e = parse_authz(az, &p, err))) goto out;
-        fl_slice_t xd = hdr_get(r->headers, r->nheaders, "x-amz-date");
+        if ((e = parse_authz(d, az, &p, err))) goto out;
+        fl_slice_t xd = hdr_get(r->headers, r->nheaders, d->date_hdr);
         if (xd.ptr) {
             xd = fl_slice_trim(xd);
             p.t = xd.len == 16 ? fl_time_parse_amz(xd.ptr, xd.len) : -1;
             if (p.t >= 0) copy_slice(p.amz_date, sizeof p.amz_date, xd);
         } else {
-            fl_slice_t d = hdr_get(r->headers, r->nheaders, "date");
-            p.t = d.ptr ? fl_time_parse_http(d.ptr, d.len) : -1;
+            fl_slice_t dt = hdr_get(r->headers, r->nheaders, "date");
+            p.t = dt.ptr ? fl_time_parse_http(dt.ptr, dt.len) : -1;
             if (p.t >= 0) fl_time_amz((time_t)p.t, p.amz_date, sizeof p.amz_date);
         }
         if (p.t < 0) {
-            e = fail(err, 403, "AccessDenied", "AWS authentication requires a valid Date or "
-                     "x-amz-date header");
+            e = fail(err, 403, "AccessDenied", "%s authentication requires a valid Date or %s "
+                     "header", d->name, d->date_hdr);
             goto out;
         }
     } else {
         M = "AuthorizationQueryParametersError";
-        int qd = q_get(r->raw_query, r->raw_query_len, "X-Amz-Date", q_date, sizeof q_date);
-        int qe = q_get(r->raw_query, r->raw_query_len, "X-Amz-Expires", q_exp, sizeof q_exp);
-        int qh = q_get(r->raw_query, r->raw_query_len, "X-Amz-SignedHeaders", q_sh, sizeof q_sh);
-        if (qa != 1 || qc != 1 || qs != 1 || qd != 1 || qe != 1 || qh != 1) {
-            e = fail(err, 400, M, "Query-string authentication version 4 requires the "
-                     "X-Amz-Algorithm, X-Amz-Credential, X-Amz-Signature, X-Amz-Date, "
-                     "X-Amz-SignedHeaders, and X-Amz-Expires parameters.");
-            goto out;
-        }
-        if (strcmp(q_alg, ALGO)) {
-            e = fail(err, 400, M, "X-Amz-Algorithm only supports \"AWS4-HMAC-SHA256\"");
-            goto out;
-        }
-        p.presigned = true;
-        if (!parse_credential(fl_slice_cstr(q_cred), &p)) {
-            e = fail(err, 400, M, "Error parsing the X-Amz-Credential parameter; the Credential "
-                     "is mal-formed; expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".");
-            goto out;
-        }
-        p.signed_headers = fl_slice_cstr(q_sh);
-        p.sig = fl_slice_cstr(q_sig);
-        p.t = strlen(q_date) == 16 ? fl_time_parse_amz(q_date, 16) : -1;
-        if (p.t < 0) {
-            e = fail(err, 400, M, "X-Amz-Date must be in the ISO8601 Long Format "
-                     "\"yyyyMMdd'T'HHmmss'Z'\"");
-            goto out;
-        }
-        memcpy(p.amz_date, q_date, 17);
-        size_t el = strlen(q_exp);
-        p.expires = 0;
-        for (size_t i = 0; i < el; i++) {
-            if (q_exp[i] < '0' || q_exp[i] > '9' || p.expires > FL_SIGV4_MAX_EXPIRES_S) {
-                p.expires = -1;
-                break;
-            }
-            p.expires = p.expires * 10 + (q_exp[i] - '0');
-        }
-        if (!el || p.expires < 0) {
-            e = fail(err, 400, M, "X-Amz-Expires should be a number");
-            goto out;
-        }
-        if (p.expires > FL_SIGV4_MAX_EXPIRES_S) {
-            e = fail(err, 400, M, "X-Amz-Expires must be less than a week (in seconds) that is "
-                     "604800");
-            goto out;
-        }
+        if ((e = parse_query_auth(d, r, &qb, &p, err))) goto out;
     }
 
     /* Scope and shape. */
     if (p.akid.len >= sizeof akid || p.region.len == 0 || p.region.len >= sizeof region ||
         p.service.len == 0 || p.service.len >= sizeof service || !is_date8(p.date8)) {
         e = fail(err, 400, M, "Error parsing the Credential; the Credential is mal-formed; "
-                 "expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request\".");
+                 "expecting \"<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/%s\".", d->term);
         goto out;
     }
     copy_slice(akid, sizeof akid, p.akid);
     copy_slice(date8, sizeof date8, p.date8);
     copy_slice(region, sizeof region, p.region);
     copy_slice(service, sizeof service, p.service);
-    if (!slice_is(p.term, TERM)) {
+    if (!slice_is(p.term, d->term)) {
         e = fail(err, 400, M, "Error parsing the Credential: incorrect terminal '%.*s'; "
-                 "expecting \"aws4_request\"", (int)(p.term.len > 32 ? 32 : p.term.len), p.term.ptr);
+                 "expecting \"%s\"", (int)(p.term.len > 32 ? 32 : p.term.len), p.term.ptr, d->term);
         goto out;
     }
-    if (!service_ok(cfg, p.service)) {
+    if (!name_in(services, p.service)) {
         e = fail(err, 400, M, "Error parsing the Credential: incorrect service '%s'", service);
         goto out;
     }
     if (cfg->region && cfg->region[0] && strcmp(region, cfg->region) != 0) {
         if (p.presigned)
-            e = fail(err, 400, M, "Error parsing the X-Amz-Credential parameter; the region '%s' is "
-                     "wrong; expecting '%s'", region, cfg->region);
+            e = fail(err, 400, M, "Error parsing the %s parameter; the region '%s' is "
+                     "wrong; expecting '%s'", d->q_cred, region, cfg->region);
         else
             e = fail(err, 400, M, "The authorization header is malformed; the region '%s' is "
                      "wrong; expecting '%s'", region, cfg->region);
@@ -753,14 +1277,15 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
     }
     if (memcmp(date8, p.amz_date, 8)) {
         e = fail(err, 400, M, "Invalid credential date \"%s\". This date is not the same as "
-                 "X-Amz-Date: \"%.8s\".", date8, p.amz_date);
+                 "%s: \"%.8s\".", date8, d->date_hdr, p.amz_date);
         goto out;
     }
-    if (!signed_headers_ok(p.signed_headers)) {
-        e = fail(err, 400, M, "The SignedHeaders list is malformed");
+    if ((p.signed_headers.len || d->hdrs_required) && !signed_headers_ok(p.signed_headers)) {
+        e = fail(err, 400, M, "The %.*s list is malformed", (int)strlen(d->hdrs_field) - 1,
+                 d->hdrs_field);
         goto out;
     }
-    if (!signed_has(p.signed_headers, "host", 4)) {
+    if (!oss && !list_has(p.signed_headers, "host", 4)) {
         e = fail(err, 400, M, "The host header must be signed");
         goto out;
     }
@@ -773,16 +1298,16 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
 
     /* Key. */
     if (!cfg->lookup || !cfg->lookup(cfg->lookup_ud, akid, secret)) {
-        e = fail(err, 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not "
-                 "exist in our records.");
+        e = fail(err, 403, "InvalidAccessKeyId", "The %s Access Key Id you provided does not "
+                 "exist in our records.", d->name);
         goto out;
     }
     secret[sizeof secret - 1] = 0;
 
     /* Time. */
     if (!p.presigned) {
-        int64_t d = cfg->now - p.t;
-        if (d > FL_SIGV4_MAX_SKEW_S || d < -FL_SIGV4_MAX_SKEW_S) {
+        int64_t dt = cfg->now - p.t;
+        if (dt > FL_SIGV4_MAX_SKEW_S || dt < -FL_SIGV4_MAX_SKEW_S) {
             e = fail(err, 403, "RequestTimeTooSkewed", "The difference between the request time "
                      "and the current time is too large.");
             goto out;
@@ -798,14 +1323,17 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
         }
     }
 
-    /* Every x-amz-* header must be signed (S3: HeadersNotSigned), so that a
+    /* AWS: every x-amz-* header must be signed (S3: HeadersNotSigned), so that a
      * presigned URL cannot be turned into another operation (x-amz-copy-source)
      * or carry unsigned metadata. Presigned requests may carry x-amz-date and
      * x-amz-content-sha256 unsigned (the query parameters rule; the headers are
-     * then ignored), and checksum headers, which only constrain the body. */
+     * then ignored), and checksum headers, which only constrain the body.
+     * OSS4 signs every x-oss-* header by construction. The x-amz-* headers an
+     * OSS4 request carries are signed by it only if listed: refused otherwise,
+     * as the data plane would act on them. */
     for (size_t i = 0; i < r->nheaders; i++) {
         const fl_http_header_t *h = &r->headers[i];
-        if (!must_be_signed(h, p.presigned) || signed_has(p.signed_headers, h->name, h->name_len))
+        if (!must_be_signed(h, p.presigned && !oss) || list_has(p.signed_headers, h->name, h->name_len))
             continue;
         err->detail_name = "HeadersNotSigned";
         size_t dl = strlen(err->detail_value);
@@ -826,14 +1354,17 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
 
     /* Payload hash. */
     fl_slice_t ph = { NULL, 0 };
-    if (p.presigned) {
+    if (oss) {
+        ph = hdr_get(r->headers, r->nheaders, d->sha_hdr);
+        if (!ph.ptr) ph = FL_SLICE(UNSIGNED_PAYLOAD);
+    } else if (p.presigned) {
         int qh = q_get(r->raw_query, r->raw_query_len, "X-Amz-Content-Sha256", q_sha, sizeof q_sha);
         if (qh < 0) {
             e = fail(err, 400, M, "X-Amz-Content-Sha256 is malformed");
             goto out;
         }
         if (qh == 1) ph = fl_slice_cstr(q_sha);
-        else if (signed_has(p.signed_headers, "x-amz-content-sha256", 20))
+        else if (list_has(p.signed_headers, "x-amz-content-sha256", 20))
             ph = hdr_get(r->headers, r->nheaders, "x-amz-content-sha256");
         if (!ph.ptr) ph = FL_SLICE(UNSIGNED_PAYLOAD);
     } else {
@@ -844,15 +1375,26 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
         }
     }
     ph = fl_slice_trim(ph);
-    if (!payload_parse(ph, &auth->payload_mode, auth->payload_sha256, payload_creq)) {
-        e = fail(err, 400, "InvalidArgument", "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
+    if (!payload_parse(d, ph, &auth->payload_mode, auth->payload_sha256, payload_creq)) {
+        e = fail(err, 400, "InvalidArgument", oss ? "x-oss-content-sha256 must be UNSIGNED-PAYLOAD "
+                 "or a valid sha256 value." : "x-amz-content-sha256 must be UNSIGNED-PAYLOAD, "
                  "STREAMING-AWS4-HMAC-SHA256-PAYLOAD, STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER, "
                  "STREAMING-UNSIGNED-PAYLOAD-TRAILER or a valid sha256 value.");
         goto out;
     }
 
     /* Signature. */
-    e = fl_sigv4_canonical_request(r, service, sh, payload_creq, p.presigned, &creq);
+    if (oss) {
+        fl_slice_t resource = fl_slice(cfg->oss_resource, cfg->oss_resource_len);
+        if (!cfg->oss_resource) {
+            e = oss_object_resource(r, &res);
+            resource = fl_slice(res.ptr ? res.ptr : "/", res.ptr ? res.len : 1);
+        }
+        if (!e) e = oss_canonical_request(r, resource, fl_slice(sh, strlen(sh)), payload_creq,
+                                          p.presigned, &creq);
+    } else {
+        e = fl_sigv4_canonical_request(r, service, sh, payload_creq, p.presigned, &creq);
+    }
     if (e == FL_ERR_INVALID) {
         e = fail(err, 400, "InvalidURI", "Couldn't parse the specified URI.");
         goto out;
@@ -860,15 +1402,16 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
         e = fail(err, 400, "InvalidArgument", "Request too large to sign");
         goto out;
     }
-    snprintf(scope, sizeof scope, "%s/%s/%s/" TERM, date8, region, service);
-    cached_signing_key(akid, secret, date8, region, service, auth->signing_key);
-    sign_creq(auth->signing_key, p.amz_date, scope, creq.ptr, creq.len, sig_calc);
+    snprintf(scope, sizeof scope, "%s/%s/%s/%s", date8, region, service, d->term);
+    cached_signing_key(did, akid, secret, date8, region, service, auth->signing_key);
+    sign_creq(d->algo, auth->signing_key, p.amz_date, scope, creq.ptr, creq.len, sig_calc);
     if (CRYPTO_memcmp(sig_calc, sig_given, 64) != 0) {
         e = fail(err, 403, "SignatureDoesNotMatch", "The request signature we calculated does "
                  "not match the signature you provided. Check your key and signing method.");
         goto out;
     }
 
+    auth->dialect = did;
     fl_strlcpy(auth->akid, akid, sizeof auth->akid);
     fl_strlcpy(auth->service, service, sizeof auth->service);
     fl_strlcpy(auth->region, region, sizeof auth->region);
@@ -881,6 +1424,7 @@ out:
     if (e) OPENSSL_cleanse(auth->signing_key, sizeof auth->signing_key);
     OPENSSL_cleanse(secret, sizeof secret);
     fl_buf_free(&creq);
+    fl_buf_free(&res);
     return e;
 }
 
@@ -902,7 +1446,7 @@ fl_err_t fl_sigv4_check_head(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
 
 bool fl_sigv4_body_signed(const fl_sigv4_req_t *r)
 {
-    return hdr_get(r->headers, r->nheaders, "authorization").ptr &&
+    return fl_sigv4_dialect(r) == FL_SIG_AWS4 && hdr_get(r->headers, r->nheaders, "authorization").ptr &&
            !hdr_get(r->headers, r->nheaders, "x-amz-content-sha256").ptr;
 }
 
@@ -954,7 +1498,7 @@ static fl_err_t sign_core(const fl_sigv4_sign_in_t *in, const fl_http_header_t *
         goto out;
     snprintf(scope, sizeof scope, "%s/%s/%s/" TERM, date8, in->region, in->service);
     fl_sigv4_signing_key(in->secret, date8, in->region, in->service, key);
-    sign_creq(key, amz_date, scope, creq.ptr, creq.len, sig);
+    sign_creq(ALGO, key, amz_date, scope, creq.ptr, creq.len, sig);
 out:
     OPENSSL_cleanse(key, sizeof key);
     fl_buf_free(&creq);

@@ -1,9 +1,19 @@
-/* AWS Signature Version 4: verification (Authorization header and presigned
- * query), aws-chunked body decoding with per-chunk and trailer signatures, and
- * a signer for floe's own clients. Services: "s3" (single-encoded canonical
- * URI, no path normalisation) and anything else, e.g. "s3tables",
- * "osstables" (double-encoded, normalised). Pure functions over a request view,
- * thread-safe; the signing-key cache is internally locked. */
+/* AWS Signature Version 4, Alibaba Cloud's OSS4-HMAC-SHA256 and OSS V1: verification
+ * (Authorization header and presigned query), aws-chunked body decoding with
+ * per-chunk and trailer signatures, and a SigV4 signer for floe's own clients.
+ * SigV4 services: "s3" (single-encoded canonical URI, no path normalisation)
+ * and anything else, e.g. "s3tables", "osstables" (double-encoded,
+ * normalised). OSS4 products ("oss", "osstables") share the verifier: the
+ * dialect is a parameter of one verification path (its own algorithm name,
+ * key prefix "aliyun_v4", scope terminator "aliyun_v4_request", x-oss-*
+ * names, implicitly signed x-oss-* headers, a resource as canonical URI and
+ * the raw query). OSS V1 (HMAC-SHA1 over verb, Content-MD5, Content-Type,
+ * Date or Expires, x-oss-* headers and "/{bucket}/{key}" with the signed
+ * sub-resources) goes through the same entry points, object flavour only (the
+ * product "oss" must be accepted), with the same key lookup, time window,
+ * constant-time comparison and unsigned-x-amz-* refusal. Pure functions over
+ * a request view, thread-safe; the
+ * signing-key cache is internally locked. */
 #ifndef FL_AUTH_SIGV4_H
 #define FL_AUTH_SIGV4_H
 #include <stdbool.h>
@@ -17,6 +27,17 @@
 /* Looks up the secret for an access key id. Returns false if unknown.
  * secret_out must hold 128 bytes. Called from any thread. */
 typedef bool (*fl_secret_lookup_fn)(void *ud, const char *akid, char *secret_out);
+
+/* The signature family a request carries. */
+typedef enum fl_sig_dialect {
+    FL_SIG_NONE = 0,
+    FL_SIG_AWS4,        /* AWS4-HMAC-SHA256 */
+    FL_SIG_OSS4,        /* OSS4-HMAC-SHA256 */
+    FL_SIG_OSS1,        /* OSS V1: "OSS akid:sig" (HMAC-SHA1) or OSSAccessKeyId/Expires/Signature */
+} fl_sig_dialect_t;
+
+/* True for Alibaba Cloud's signatures (answered in the OSS dialect). */
+static inline bool fl_sig_is_oss(fl_sig_dialect_t d) { return d == FL_SIG_OSS4 || d == FL_SIG_OSS1; }
 
 typedef enum fl_payload_mode {
     FL_PAYLOAD_SHA256 = 0,               /* hex hash given: body must match payload_sha256 */
@@ -43,10 +64,19 @@ typedef struct fl_sigv4_cfg {
     const char *const *services; /* NULL-terminated list of accepted signing names */
     int64_t now;                 /* seconds since epoch (tests pass a fixed time) */
     const char *region;          /* the credential scope's region must equal this; NULL: any */
+    /* OSS4: NULL-terminated list of accepted products ("oss", "osstables");
+     * NULL refuses OSS4 signatures. OSS V1 is accepted only where "oss" is. */
+    const char *const *oss_products;
+    /* OSS4 and V1 canonical resource, not yet percent-encoded (e.g. "/bucket/key",
+     * or the tables flavour's "/{bucket ARN}/{decoded path}"); NULL: the
+     * object flavour's "/{bucket}/{key}" from the path ("/bucket" gets its '/'). */
+    const char *oss_resource;
+    size_t oss_resource_len;
 } fl_sigv4_cfg_t;
 
 /* A successful verification. */
 typedef struct fl_sigv4_auth {
+    fl_sig_dialect_t dialect;
     char akid[128];
     char service[32];
     char region[64];
@@ -73,9 +103,13 @@ typedef struct fl_sigv4_error {
     char detail_value[256];
 } fl_sigv4_error_t;
 
-/* True if the request carries SigV4 credentials at all (Authorization header or
- * X-Amz-Credential / X-Amz-Signature query parameters). */
+/* True if the request carries SigV4, OSS4 or OSS V1 credentials at all
+ * (Authorization header, or X-Amz-* / x-oss-* / OSSAccessKeyId query parameters). */
 bool fl_sigv4_present(const fl_sigv4_req_t *r);
+/* Which signature family the request carries (from the Authorization header's
+ * algorithm or the query parameters' names); FL_SIG_NONE if none. Lets a
+ * front door answer even a failed verification in the client's dialect. */
+fl_sig_dialect_t fl_sigv4_dialect(const fl_sigv4_req_t *r);
 
 /* Verifies the request's signature (header or presigned form). On success fills
  * *auth and returns FL_OK; else fills *err and returns FL_ERR_AUTH (or
@@ -157,5 +191,14 @@ fl_err_t fl_sigv4_canonical_request(const fl_sigv4_req_t *r, const char *service
                                     bool presigned, fl_buf_t *out);
 void fl_sigv4_signing_key(const char *secret, const char *date8, const char *region,
                           const char *service, unsigned char out[32]);
+/* The OSS4 tables flavour's canonical resource for r (see cfg.oss_resource):
+ * "/{bucket ARN}/{decoded path}" with the ARN taken from the path or, for
+ * /get-table, from the query; "/acs:osstables:{region}::bucket//{path}" when
+ * no bucket is addressed. Appends to out; FL_ERR_INVALID on a bad escape. */
+fl_err_t fl_oss4_tables_resource(const fl_sigv4_req_t *r, const char *region, fl_buf_t *out);
+/* The aliyun_v4 key: HMAC-SHA256 chain from "aliyun_v4"+secret over date8,
+ * region, product and "aliyun_v4_request". */
+void fl_oss4_signing_key(const char *secret, const char *date8, const char *region,
+                         const char *product, unsigned char out[32]);
 
 #endif

@@ -1,6 +1,7 @@
 /* Streaming checksums.
  *
- * CRC32 is zlib's. CRC32C and CRC64/NVME are our own: slice-by-8 tables
+ * CRC32 is zlib's. CRC32C, CRC64/NVME and CRC-64/ECMA-182 (OSS's
+ * x-oss-hash-crc64ecma, the xz variant: reflected, inverted) are our own: slice-by-8 tables
  * built once (pthread_once), and for CRC32C the SSE4.2 crc32 instruction when
  * the CPU has it (picked once at table-build time). Both CRCs use the usual
  * "pre/post inverted" convention, so a running value starts at 0 and
@@ -20,9 +21,11 @@
 
 #define CRC32C_POLY 0x82F63B78u                 /* reflected Castagnoli */
 #define CRC64NVME_POLY 0x9A6C9329AC4BC9B5ull    /* reflected 0xAD93D23594C93659 */
+#define CRC64ECMA_POLY 0xC96C5795D7870F42ull    /* reflected 0x42F0E1EBA9EA3693 (ECMA-182) */
 
 static uint32_t crc32c_tab[8][256];
 static uint64_t crc64_tab[8][256];
+static uint64_t crc64e_tab[8][256];                /* CRC-64/ECMA-182 as OSS (and xz) compute it */
 static const EVP_MD *md_sha1, *md_sha256, *md_md5;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static uint32_t (*crc32c_impl)(uint32_t, const unsigned char *, size_t);
@@ -87,20 +90,23 @@ static void tables_init(void)
 {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
-        uint64_t d = i;
+        uint64_t d = i, e = i;
         for (int k = 0; k < 8; k++) {
             c = (c & 1) ? (c >> 1) ^ CRC32C_POLY : c >> 1;
             d = (d & 1) ? (d >> 1) ^ CRC64NVME_POLY : d >> 1;
+            e = (e & 1) ? (e >> 1) ^ CRC64ECMA_POLY : e >> 1;
         }
         crc32c_tab[0][i] = c;
         crc64_tab[0][i] = d;
+        crc64e_tab[0][i] = e;
     }
     for (int t = 1; t < 8; t++) {
         for (int i = 0; i < 256; i++) {
             uint32_t c = crc32c_tab[t - 1][i];
-            uint64_t d = crc64_tab[t - 1][i];
+            uint64_t d = crc64_tab[t - 1][i], e = crc64e_tab[t - 1][i];
             crc32c_tab[t][i] = (c >> 8) ^ crc32c_tab[0][c & 0xff];
             crc64_tab[t][i] = (d >> 8) ^ crc64_tab[0][d & 0xff];
+            crc64e_tab[t][i] = (e >> 8) ^ crc64e_tab[0][e & 0xff];
         }
     }
     crc32c_impl = crc32c_sw;
@@ -137,26 +143,72 @@ uint32_t fl_crc32c(uint32_t crc, const void *p, size_t n)
     return ~crc32c_impl(~crc, p, n);
 }
 
-uint64_t fl_crc64nvme(uint64_t crc, const void *p, size_t n)
+/* Slice-by-8 over the inverted state, for either 64-bit polynomial's tables. */
+static uint64_t crc64_sw(uint64_t (*tab)[256], uint64_t crc, const void *p, size_t n)
 {
     ensure_init();
     const unsigned char *b = p;
     uint64_t c = ~crc;
     while (n && ((uintptr_t)b & 7)) {
-        c = crc64_tab[0][(c ^ *b++) & 0xff] ^ (c >> 8);
+        c = tab[0][(c ^ *b++) & 0xff] ^ (c >> 8);
         n--;
     }
     while (n >= 8) {
         uint64_t v = load64le(b) ^ c;
-        c = crc64_tab[7][v & 0xff] ^ crc64_tab[6][(v >> 8) & 0xff] ^
-            crc64_tab[5][(v >> 16) & 0xff] ^ crc64_tab[4][(v >> 24) & 0xff] ^
-            crc64_tab[3][(v >> 32) & 0xff] ^ crc64_tab[2][(v >> 40) & 0xff] ^
-            crc64_tab[1][(v >> 48) & 0xff] ^ crc64_tab[0][v >> 56];
+        c = tab[7][v & 0xff] ^ tab[6][(v >> 8) & 0xff] ^ tab[5][(v >> 16) & 0xff] ^
+            tab[4][(v >> 24) & 0xff] ^ tab[3][(v >> 32) & 0xff] ^ tab[2][(v >> 40) & 0xff] ^
+            tab[1][(v >> 48) & 0xff] ^ tab[0][v >> 56];
         b += 8;
         n -= 8;
     }
-    while (n--) c = crc64_tab[0][(c ^ *b++) & 0xff] ^ (c >> 8);
+    while (n--) c = tab[0][(c ^ *b++) & 0xff] ^ (c >> 8);
     return ~c;
+}
+
+uint64_t fl_crc64nvme(uint64_t crc, const void *p, size_t n)
+{
+    return crc64_sw(crc64_tab, crc, p, n);
+}
+
+uint64_t fl_crc64ecma(uint64_t crc, const void *p, size_t n)
+{
+    return crc64_sw(crc64e_tab, crc, p, n);
+}
+
+/* crc64ecma(A || B) from crc64ecma(A), crc64ecma(B) and len(B): zlib's
+ * crc32_combine over GF(2) 64x64 matrices (the operator for one zero bit is
+ * the reflected polynomial and a shift; squared for 2, 4, 8 ... zero bits). */
+static uint64_t gf2_times(const uint64_t *mat, uint64_t vec)
+{
+    uint64_t sum = 0;
+    for (int i = 0; vec; vec >>= 1, i++)
+        if (vec & 1) sum ^= mat[i];
+    return sum;
+}
+
+static void gf2_square(uint64_t *sq, const uint64_t *mat)
+{
+    for (int n = 0; n < 64; n++) sq[n] = gf2_times(mat, mat[n]);
+}
+
+uint64_t fl_crc64ecma_combine(uint64_t crc1, uint64_t crc2, uint64_t len2)
+{
+    uint64_t even[64], odd[64];
+    if (len2 == 0) return crc1;
+    odd[0] = CRC64ECMA_POLY;
+    for (int n = 1; n < 64; n++) odd[n] = 1ull << (n - 1);
+    gf2_square(even, odd); /* 2 zero bits */
+    gf2_square(odd, even); /* 4 zero bits */
+    do {
+        gf2_square(even, odd);
+        if (len2 & 1) crc1 = gf2_times(even, crc1);
+        len2 >>= 1;
+        if (!len2) break;
+        gf2_square(odd, even);
+        if (len2 & 1) crc1 = gf2_times(odd, crc1);
+        len2 >>= 1;
+    } while (len2);
+    return crc1 ^ crc2;
 }
 
 /* ---- names ---- */
@@ -331,12 +383,17 @@ void fl_md5(const void *p, size_t n, unsigned char out[16])
 
 /* HMAC-SHA256 (RFC 2104) over one EVP context: cheaper than HMAC()/EVP_Q_mac,
  * which fetch and set up an EVP_MAC on every call. */
-void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32])
+/* HMAC (RFC 2104) over a 64-byte-block hash whose digest is dlen bytes. */
+static void hmac(fl_cksum_alg_t a, size_t dlen, const void *key, size_t keylen, const void *p,
+                 size_t n, unsigned char *out)
 {
     unsigned char k[64] = { 0 }, pad[64], inner[32];
-    const EVP_MD *md = alg_md(FL_CK_SHA256);
-    if (keylen > 64) fl_sha256(key, keylen, k);
-    else if (keylen) memcpy(k, key, keylen);
+    const EVP_MD *md = alg_md(a);
+    if (keylen > 64) {
+        if (!EVP_Digest(key, keylen, k, NULL, md, NULL)) crypto_fail("hmac key");
+    } else if (keylen) {
+        memcpy(k, key, keylen);
+    }
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     if (!ctx) crypto_fail("EVP_MD_CTX_new");
     for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x36;
@@ -345,9 +402,20 @@ void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, uns
         crypto_fail("hmac inner");
     for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x5c;
     if (!EVP_DigestInit_ex2(ctx, md, NULL) || !EVP_DigestUpdate(ctx, pad, 64) ||
-        !EVP_DigestUpdate(ctx, inner, 32) || !EVP_DigestFinal_ex(ctx, out, NULL))
+        !EVP_DigestUpdate(ctx, inner, dlen) || !EVP_DigestFinal_ex(ctx, out, NULL))
         crypto_fail("hmac outer");
     EVP_MD_CTX_free(ctx);
     OPENSSL_cleanse(k, sizeof k);
     OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+}
+
+void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32])
+{
+    hmac(FL_CK_SHA256, 32, key, keylen, p, n, out);
+}
+
+void fl_hmac_sha1(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[20])
+{
+    hmac(FL_CK_SHA1, 20, key, keylen, p, n, out);
 }

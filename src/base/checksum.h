@@ -46,9 +46,16 @@ void fl_cksum_free(fl_cksum_t *c); /* releases without a result; safe on a final
 uint32_t fl_crc32(uint32_t crc, const void *p, size_t n);
 uint32_t fl_crc32c(uint32_t crc, const void *p, size_t n);
 uint64_t fl_crc64nvme(uint64_t crc, const void *p, size_t n);
+/* CRC-64/ECMA-182 as OSS computes x-oss-hash-crc64ecma (reflected, init and
+ * xorout all ones; "123456789" -> 0x995DC9BBDF1939FA); running value from 0. */
+uint64_t fl_crc64ecma(uint64_t crc, const void *p, size_t n);
+/* The CRC of A||B from crc(A), crc(B) and len(B) (multipart objects). */
+uint64_t fl_crc64ecma_combine(uint64_t crc1, uint64_t crc2, uint64_t len2);
 void fl_sha256(const void *p, size_t n, unsigned char out[32]);
 void fl_sha256_hex(const void *p, size_t n, char out[65]);
 void fl_md5(const void *p, size_t n, unsigned char out[16]);
 void fl_hmac_sha256(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[32]);
+/* HMAC-SHA1, for OSS's V1 signature only. */
+void fl_hmac_sha1(const void *key, size_t keylen, const void *p, size_t n, unsigned char out[20]);
 
 #endif

@@ -59,6 +59,8 @@
 #define FL_ICEBERG_MAX_EQUALITY_IDS 16               /* equality ids of one equality delete file (compaction) */
 #define FL_REWRITE_SORT_GROUP_BYTES (512LL * 1024 * 1024) /* input bytes of one sort/z-order compaction group */
 #define FL_REWRITE_SORT_MEM_BYTES  (1024LL * 1024 * 1024) /* rows of a sorted group held in memory before a run is written */
+#define FL_PUFFIN_MAX_FOOTER_BYTES (16 * 1024 * 1024) /* a Puffin file's footer JSON (deletion vectors) */
+#define FL_PUFFIN_MAX_FILE_BYTES   (512LL * 1024 * 1024) /* a Puffin file compaction reads whole for its DVs */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
 /* updates in one REST commit (all tables of a transaction together). Spark and PyIceberg
  * send a handful, but Iceberg Java's expireSnapshots sends one remove-snapshots update
@@ -83,6 +85,25 @@
 #define FL_PQ_MAX_CHUNK_BYTES      (1024LL * 1024 * 1024) /* one column chunk, compressed */
 #define FL_PQ_MAX_CHUNK_VALUES     (64 * 1024 * 1024)  /* level entries of one column chunk */
 #define FL_PQ_MAX_NAME_MAPPING     (4 * 1024 * 1024)   /* name-mapping JSON text */
+
+#define FL_POLICY_MAX_BYTES        20480   /* one policy document (S3 Tables' resource-policy cap) */
+#define FL_POLICY_MAX_STATEMENTS   256     /* statements in one policy */
+#define FL_POLICY_MAX_VALUES       1024    /* entries of one Action/Resource/Principal/condition list */
+#define FL_POLICY_MAX_CONDITIONS   64      /* (operator, key) pairs in one statement */
+#define FL_POLICY_MAX_STRING       2048    /* one string value in a policy */
+#define FL_IAM_SESSION_MIN_S       900     /* AssumeRole DurationSeconds, as AWS */
+#define FL_IAM_SESSION_DEFAULT_S   3600
+#define FL_IAM_SESSION_MAX_S       43200
+#define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
+
+/* floe sink: the Kafka records are sized by the broker's message.max.bytes; these bound
+ * what one record may cost floe beyond that. */
+#define FL_SINK_MAX_VALUE_BYTES    (64 * 1024 * 1024) /* one base64 value decoded (binary/fixed) */
+#define FL_SINK_MAX_CONFIG_BYTES   (1024 * 1024)      /* the connector configuration file */
+#define FL_SINK_BATCH_ROWS         8192               /* rows buffered per table before they go to Parquet */
+#define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
+#define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
+#define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

@@ -7,4 +7,5 @@ int fl_cmd_snapshots(int argc, char **argv);
 int fl_cmd_scan(int argc, char **argv);
 int fl_cmd_append(int argc, char **argv);
 int fl_cmd_maintenance(int argc, char **argv);
+int fl_cmd_sink(int argc, char **argv);
 #endif

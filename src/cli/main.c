@@ -13,6 +13,7 @@ static const struct {
     { "snapshots", fl_cmd_snapshots, "list an Iceberg table's snapshots through the REST catalog" },
     { "scan", fl_cmd_scan, "print an Iceberg table's rows (JSON lines or CSV)" },
     { "append", fl_cmd_append, "append JSON lines to an Iceberg table in one snapshot" },
+    { "sink", fl_cmd_sink, "consume Kafka topics into Iceberg tables, exactly once (Iceberg sink config)" },
     { "maintenance", fl_cmd_maintenance, "run table maintenance jobs now (compaction, snapshot expiry)" },
 };
 

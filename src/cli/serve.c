@@ -3,6 +3,7 @@
  * handling (SIGTERM/SIGINT: graceful stop) and periodic store sweeping. */
 #include "api/catalog.h"
 #include "api/s3.h"
+#include "catalog/iam.h"
 #include "catalog/tablesvc.h"
 #include "maint/sched.h"
 #include "auth/keys.h"
@@ -258,6 +259,7 @@ int fl_cmd_serve(int argc, char **argv)
     fl_store_t *store = NULL;
     fl_catalog_t *cat = NULL;
     fl_tablesvc_t *svc = NULL;
+    fl_iam_t *iam = NULL;
     fl_maint_t *maint = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
     health_t hc = { .mu = PTHREAD_MUTEX_INITIALIZER };
@@ -280,15 +282,6 @@ int fl_cmd_serve(int argc, char **argv)
     store = fl_store_open(objdir);
     if (!store) goto out;
 
-    fl_s3_cfg_t s3cfg = {
-        .store = store, .region = vals[OPT_REGION], .insecure_no_auth = truthy(vals[OPT_INSECURE]),
-        .lookup = fl_keys_lookup, .lookup_ud = &keys,
-    };
-    bool access_log = truthy(vals[OPT_ACCESS_LOG]);
-    fl_http_server_cfg_t hs = { .name = "s3", .listen = vals[OPT_S3_LISTEN], .handler = fl_s3_handle,
-                                .ud = &s3cfg, .access_log = access_log, .health = health_check, .health_ud = &hc };
-    s3srv = fl_http_server_start(&hs);
-    if (!s3srv) goto out;
     char catpath[4200], public_s3[512];
     if (vals[OPT_CATALOG_DB][0]) snprintf(catpath, sizeof catpath, "%s", vals[OPT_CATALOG_DB]);
     else snprintf(catpath, sizeof catpath, "%s/catalog.db", dir);
@@ -298,6 +291,17 @@ int fl_cmd_serve(int argc, char **argv)
     hc.cat = cat;
     hc.store = store;
     pthread_mutex_unlock(&hc.mu);
+    iam = fl_iam_open(cat, dir, &keys, vals[OPT_ACCOUNT]);
+    if (!iam) goto out;
+    fl_s3_cfg_t s3cfg = {
+        .store = store, .region = vals[OPT_REGION], .insecure_no_auth = truthy(vals[OPT_INSECURE]),
+        .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
+    };
+    bool access_log = truthy(vals[OPT_ACCESS_LOG]);
+    fl_http_server_cfg_t hs = { .name = "s3", .listen = vals[OPT_S3_LISTEN], .handler = fl_s3_handle,
+                                .ud = &s3cfg, .access_log = access_log, .health = health_check, .health_ud = &hc };
+    s3srv = fl_http_server_start(&hs);
+    if (!s3srv) goto out;
     if (vals[OPT_PUBLIC_S3][0]) snprintf(public_s3, sizeof public_s3, "%s", vals[OPT_PUBLIC_S3]);
     else listen_url(vals[OPT_S3_LISTEN], fl_http_server_port(s3srv), public_s3, sizeof public_s3);
     if (strcmp(vals[OPT_ARN_STYLE], "aws") && strcmp(vals[OPT_ARN_STYLE], "osstables")) {
@@ -311,7 +315,7 @@ int fl_cmd_serve(int argc, char **argv)
     svc = fl_tablesvc_open(&svccfg);
     fl_catalog_cfg_t catcfg = {
         .svc = svc, .s3_endpoint = public_s3,
-        .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_keys_lookup, .lookup_ud = &keys,
+        .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,
                                 .ud = &catcfg, .access_log = access_log, .health = health_check, .health_ud = &hc };
@@ -395,6 +399,7 @@ out:
     if (catsrv) fl_http_server_stop(catsrv, 10000);
     if (s3srv) fl_http_server_stop(s3srv, 10000);
     fl_tablesvc_close(svc);
+    fl_iam_close(iam);
     if (cat) fl_catalog_close(cat);
     if (store) fl_store_close(store);
     for (int i = 0; i < OPT__COUNT; i++) free(vals[i]);

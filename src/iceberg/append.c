@@ -169,6 +169,11 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
      * finish_file cuts them to each column's mode. */
     fl_metrics_policy_build(a->md, &a->schema, &a->metrics);
     a->pq.stats_truncate = fl_metrics_policy_writer_truncate(&a->metrics);
+    if (a->opts.row_lineage) {
+        fl_field_set(fl_field_add_child(&a->schema), FL_APPEND_ROW_ID_FIELD, "_row_id", false, FL_TYPE_LONG);
+        fl_field_set(fl_field_add_child(&a->schema), FL_APPEND_LAST_UPDATED_FIELD, "_last_updated_sequence_number", false,
+                     FL_TYPE_LONG);
+    }
     a->target_bytes = a->opts.target_file_bytes > 0
                           ? a->opts.target_file_bytes
                           : fl_append_prop_i64(a->md, "write.target-file-size-bytes", DEFAULT_TARGET_FILE_BYTES);
@@ -338,6 +343,19 @@ static fl_err_t finish_file(fl_appender_t *a, open_file_t *f, char *err, size_t 
     df.record_count = info.record_count;
     df.file_size_in_bytes = info.file_size;
     info.n_metrics = fl_metrics_policy_apply(&a->metrics, info.metrics, info.n_metrics);
+    if (a->opts.row_lineage) { /* no metrics for the lineage columns (they are not the schema's) */
+        size_t k = 0;
+        for (size_t i = 0; i < info.n_metrics; i++) {
+            if (info.metrics[i].field_id == FL_APPEND_ROW_ID_FIELD || info.metrics[i].field_id == FL_APPEND_LAST_UPDATED_FIELD)
+            {
+                fl_buf_free(&info.metrics[i].lower);
+                fl_buf_free(&info.metrics[i].upper);
+            }
+            else
+                info.metrics[k++] = info.metrics[i];
+        }
+        info.n_metrics = k;
+    }
     df.metrics = info.metrics;
     df.n_metrics = info.n_metrics;
     df.split_offsets = info.split_offsets;
@@ -888,8 +906,15 @@ static void forget_files(fl_appender_t *a)
 typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAILED, ATTEMPT_UNKNOWN } attempt_t;
 
 /* One attempt: the list on the current parent, the request, the catalog's answer. */
-static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const char *const *kv,
-                                size_t n_kv, fl_err_t *e, char *err, size_t errlen)
+typedef struct summary_src {
+    const char *const *kv;
+    size_t n_kv;
+    fl_append_summary_fn fn;
+    void *arg;
+} summary_src_t;
+
+static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
+                                fl_err_t *e, char *err, size_t errlen)
 {
     int64_t parent = fl_append_main_snapshot(a->md);
     int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
@@ -899,8 +924,12 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
         (*e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
         return ATTEMPT_FAILED;
     json_t *reqs, *updates, *newmd = NULL;
-    commit_request(a, j, snapshot_summary(a, j, psnap, kv, n_kv), parent, seq, first_row_id, next_row_id,
-                   &reqs, &updates);
+    json_t *summary = snapshot_summary(a, j, psnap, src->kv, src->n_kv);
+    if (src->fn && (*e = src->fn(src->arg, a->md, psnap, summary, err, errlen))) {
+        json_decref(summary);
+        return ATTEMPT_FAILED;
+    }
+    commit_request(a, j, summary, parent, seq, first_row_id, next_row_id, &reqs, &updates);
     int status = 0;
     char cerr[512] = "";
     *e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
@@ -930,8 +959,8 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
     return ATTEMPT_UNKNOWN;
 }
 
-fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
-                          char *err, size_t errlen)
+static fl_err_t append_commit(fl_appender_t *a, const summary_src_t *src, int64_t *snapshot_id, char *err,
+                              size_t errlen)
 {
     *snapshot_id = -1;
     fl_err_t e = close_all(a, err, errlen);
@@ -943,7 +972,7 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     attempt_t r = ATTEMPT_FAILED;
     if (!(e = write_manifest(a, &j, err, errlen))) {
         int attempt = 1;
-        while ((r = commit_attempt(a, &j, attempt, kv, n_kv, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
+        while ((r = commit_attempt(a, &j, attempt, src, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
     }
     switch (r) {
     case ATTEMPT_DONE:
@@ -964,6 +993,20 @@ fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, 
     }
     commit_job_free(&j);
     return e;
+}
+
+fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv, int64_t *snapshot_id,
+                          char *err, size_t errlen)
+{
+    summary_src_t src = { .kv = kv, .n_kv = n_kv };
+    return append_commit(a, &src, snapshot_id, err, errlen);
+}
+
+fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
+                             char *err, size_t errlen)
+{
+    summary_src_t src = { .fn = fn, .arg = arg };
+    return append_commit(a, &src, snapshot_id, err, errlen);
 }
 
 fl_err_t fl_append_take_files(fl_appender_t *a, fl_data_file_t **files, size_t *n, char *err, size_t errlen)

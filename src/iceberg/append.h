@@ -65,7 +65,15 @@ typedef struct fl_append_opts {
     bool parquet_set;            /* false: derive parquet options from the table properties */
     const char *tmp_dir;         /* where files are staged before upload; NULL = $TMPDIR or /tmp */
     int max_open_files;          /* partitions written at once; 0 = 64 (older ones are closed) */
+    /* Rewrites of v3 tables (iceberg/rewrite.h): batches carry two more optional long
+     * columns after the schema's, _row_id (FL_APPEND_ROW_ID_FIELD) and
+     * _last_updated_sequence_number (FL_APPEND_LAST_UPDATED_FIELD), written into the
+     * files as they are (the rows keep their lineage); no metrics are kept for them. */
+    bool row_lineage;
 } fl_append_opts_t;
+
+#define FL_APPEND_ROW_ID_FIELD 2147483540
+#define FL_APPEND_LAST_UPDATED_FIELD 2147483539
 
 typedef struct fl_appender fl_appender_t;
 
@@ -87,6 +95,17 @@ int64_t fl_append_rows(const fl_appender_t *a);
  * On success the appender can take more batches for the next commit. */
 fl_err_t fl_append_commit(fl_appender_t *a, const char *const *kv, size_t n_kv,
                           int64_t *snapshot_id, char *err, size_t errlen);
+/* As fl_append_commit, with the caller's part of the summary decided per
+ * attempt: fn sees the metadata the attempt builds on (md, borrowed) and its
+ * parent snapshot (NULL: none) and adds string pairs to summary. Because the
+ * commit asserts that parent, what fn read from it holds when the commit
+ * lands: `floe sink` merges and checks its Kafka offsets here. A non-zero
+ * return stops the commit (nothing lands, the written files are deleted, as
+ * for any definite failure) and is returned; fn fills err then. */
+typedef fl_err_t (*fl_append_summary_fn)(void *arg, json_t *md, json_t *parent, json_t *summary,
+                                         char *err, size_t errlen);
+fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
+                             char *err, size_t errlen);
 /* For rewrites (iceberg/rewrite.h), which commit their own snapshot: close
  * the open files and hand over the data files written since open or the last
  * take (*files a new array of *n, each freed with fl_data_file_free; the

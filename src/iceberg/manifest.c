@@ -1945,6 +1945,19 @@ fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,
                 en->file_sequence_number = mf->sequence_number;
             }
         }
+    /* v3 first_row_id inheritance: a live data file without one gets the
+     * manifest's first_row_id plus the record counts of the files before it
+     * that had none (spec "First Row ID Inheritance") */
+    if (mf && mf->has_first_row_id && mf->content == 0) {
+        int64_t next = mf->first_row_id;
+        for (size_t i = 0; i < cnt; i++) {
+            fl_manifest_entry_t *en = &out[i];
+            if (en->status == 2 || en->file.content != 0 || en->file.has_first_row_id) continue;
+            en->file.has_first_row_id = true;
+            en->file.first_row_id = next;
+            if (en->file.record_count > 0 && next <= INT64_MAX - en->file.record_count) next += en->file.record_count;
+        }
+    }
     *entries = out;
     *n = cnt;
     return FL_OK;

@@ -154,7 +154,10 @@ fl_err_t fl_manifest_list_read(fl_slice_t file, fl_manifest_file_t **files, size
 /* Parse a manifest file. Partition values are decoded by the partition type
  * recorded in the file's own Avro schema (r102), so no spec is needed; entries
  * with null sequence numbers inherit them from mf (when given) as Iceberg
- * readers do: ADDED entries get mf->sequence_number. *entries is a new array of
+ * readers do: ADDED entries get mf->sequence_number; in a data manifest whose
+ * record has first_row_id (v3), live data files without one get it by
+ * inheritance (the manifest's plus the record counts of such files before
+ * them). *entries is a new array of
  * *n; free each with fl_data_file_free(&e.file) then the array, or use
  * fl_manifest_entries_free. */
 fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,

@@ -16,6 +16,7 @@
 #include "iceberg/append_int.h"
 #include "iceberg/manifest.h"
 #include "iceberg/metadata.h"
+#include "iceberg/puffin.h"
 #include "iceberg/schema.h"
 #include "iceberg/sortorder.h"
 
@@ -44,6 +45,11 @@ typedef struct job {
     char table_uuid[64];
     int format_version;
     fl_field_t schema;          /* current schema */
+    fl_field_t read_schema;     /* what rows are read as: the schema, + _row_id and
+                                   _last_updated_sequence_number on v3 (the appender's) */
+    bool lineage;               /* v3: rows keep their row lineage */
+    int64_t list_first_row_id;  /* v3: the last list written assigned row ids from here ... */
+    int64_t list_next_row_id;   /* ... to here (the snapshot's first-row-id and added-rows) */
     int32_t schema_id;
     int32_t default_spec;
     fl_part_spec_t *specs;      /* every spec that binds to the current schema */
@@ -116,6 +122,7 @@ static void job_free(job_t *j)
     fl_append_free(j->app);
     json_decref(j->md);
     fl_field_free(&j->schema);
+    fl_field_free(&j->read_schema);
     for (size_t i = 0; i < j->n_specs; i++) fl_part_spec_free(&j->specs[i]);
     free(j->specs);
     free(j->metadata_path);
@@ -142,12 +149,21 @@ static fl_err_t job_open(job_t *j, const fl_table_ops_t *ops, const fl_rewrite_o
     ao.tmp_dir = j->o.tmp_dir;
     fl_err_t e = fl_append_open(&j->app, ops, &ao, err, errlen);
     if (e) return e;
+    j->format_version = (int)json_integer_value(json_object_get(fl_append_metadata(j->app), "format-version"));
+    if (j->format_version >= 3) {
+        /* v3: the appender writes the rows' lineage columns too */
+        fl_append_free(j->app);
+        j->app = NULL;
+        ao.row_lineage = true;
+        if ((e = fl_append_open(&j->app, ops, &ao, err, errlen))) return e;
+        j->format_version = (int)json_integer_value(json_object_get(fl_append_metadata(j->app), "format-version"));
+    }
     j->md = json_incref(fl_append_metadata(j->app));
-    j->format_version = (int)json_integer_value(json_object_get(j->md, "format-version"));
-    if (j->format_version != 2)
-        return fl_err_fmt(err, errlen, FL_ERR_INVALID,
-                          "not yet: compaction of format-version %d tables (v2 only; v3 row lineage and "
-                          "deletion vectors are not rewritten yet)", j->format_version);
+    if (j->format_version != 2 && j->format_version != 3)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "compaction supports format-version 2 and 3 tables (this one is v%d)",
+                          j->format_version);
+    j->lineage = j->format_version >= 3;
+    fl_field_copy(&j->read_schema, fl_append_schema(j->app));
     const char *uuid = json_string_value(json_object_get(j->md, "table-uuid"));
     snprintf(j->table_uuid, sizeof j->table_uuid, "%s", uuid ? uuid : "");
     if ((e = fl_schema_from_metadata(j->md, -1, &j->schema, &j->schema_id, err, errlen))) return e;
@@ -442,11 +458,6 @@ static void plan_groups(job_t *j, const state_t *st, group_t **out, size_t *n_ou
     for (size_t x = 0; x < ng; x++) {
         group_t *g = &gs[x];
         bool worth = g->n >= (size_t)j->o.min_input_files || g->n_dels || g->spec_change;
-        if (worth && g->dv) {
-            snprintf(why, whylen, "not yet: a group of spec %d has deletion vectors (v3); skipped", (int)g->spec_id);
-            (*skipped)++;
-            worth = false;
-        }
         if (!worth) { group_free(g); continue; }
         gs[keep++] = *g;
     }
@@ -577,6 +588,7 @@ typedef struct pos_ctx {
     const group_t *g;
     const state_t *st;
     const sfile_t *del;
+    const bool *has_dv;         /* per group file: a deletion vector applies (position files are then ignored) */
     posdel_t *v;
     size_t n, cap;
 } pos_ctx_t;
@@ -591,7 +603,7 @@ static fl_err_t pos_batch(void *ctx, const fl_vec_t *b)
         for (size_t f = 0; f < p->g->n; f++) {
             if (strlen(p->g->paths[f]) != s.len || memcmp(p->g->paths[f], s.ptr, s.len)) continue;
             const sfile_t *df = find_data(p->st, p->g->paths[f]);
-            if (!df || !applies(p->del, df)) break;
+            if (!df || !applies(p->del, df) || p->has_dv[f]) break;
             if (p->n == p->cap) p->v = fl_realloc(p->v, (p->cap = p->cap ? p->cap * 2 : 1024) * sizeof *p->v);
             p->v[p->n++] = (posdel_t){ (uint32_t)f, fl_vec_i64(pos, i) };
             break;
@@ -659,6 +671,9 @@ typedef struct data_ctx {
     size_t keep_cap;
     fl_buf_t k;
     int64_t rows_out;
+    bool lineage;               /* v3: fill _row_id / _last_updated_sequence_number (the last two columns) */
+    bool has_first_row_id;      /* this file's first_row_id (inherited), if it has one */
+    int64_t first_row_id, data_seq;
     fl_vec_t *acc;              /* sort/z-order: the group's rows so far (NULL: bin-pack, write through) */
     fl_vec_t sorted;            /* a chunk of acc in sorted order */
     char *err;
@@ -691,9 +706,40 @@ static fl_err_t flush_sorted(data_ctx_t *d)
     return e;
 }
 
-static fl_err_t data_batch(void *ctx, const fl_vec_t *b)
+/* v3 row lineage (spec "Row lineage assignment"): a row whose _row_id is null
+ * gets its file's first_row_id + its position (null without one), a null
+ * _last_updated_sequence_number the file's data sequence number; the values
+ * are then written as they are, so the rows keep them in the new files
+ * (which get the starting snapshot's sequence number and new row ids). The
+ * two columns of the reader's batch are replaced (it re-binds every batch). */
+static void fill_lineage(data_ctx_t *d, fl_vec_t *b)
+{
+    if (b->n_children < 2) return;
+    fl_vec_t *rid = &b->children[b->n_children - 2], *lus = &b->children[b->n_children - 1];
+    if (rid->field->id != FL_APPEND_ROW_ID_FIELD || lus->field->id != FL_APPEND_LAST_UPDATED_FIELD) return;
+    fl_vec_t nr, nl;
+    fl_vec_init(&nr, rid->field);
+    fl_vec_init(&nl, lus->field);
+    fl_vec_reserve(&nr, b->len);
+    fl_vec_reserve(&nl, b->len);
+    bool rid_ok = rid->len == b->len, lus_ok = lus->len == b->len;
+    for (size_t r = 0; r < b->len; r++) {
+        if (rid_ok && !fl_vec_is_null(rid, r)) fl_vec_append_i64(&nr, fl_vec_i64(rid, r));
+        else if (d->has_first_row_id) fl_vec_append_i64(&nr, d->first_row_id + d->row + (int64_t)r);
+        else fl_vec_append_null(&nr);
+        fl_vec_append_i64(&nl, lus_ok && !fl_vec_is_null(lus, r) ? fl_vec_i64(lus, r) : d->data_seq);
+    }
+    fl_vec_free(rid);
+    *rid = nr;
+    fl_vec_free(lus);
+    *lus = nl;
+}
+
+static fl_err_t data_batch(void *ctx, const fl_vec_t *cb)
 {
     data_ctx_t *d = ctx;
+    fl_vec_t *b = (fl_vec_t *)cb; /* the reader's batch: lineage columns are filled in place */
+    if (d->lineage) fill_lineage(d, b);
     if (d->keep_cap < b->len) d->keep = fl_realloc(d->keep, (d->keep_cap = b->len) * sizeof *d->keep);
     for (size_t s = 0; s < d->n_eq; s++)
         for (size_t i = 0; i < d->eq[s]->n_ids; i++) {
@@ -728,6 +774,92 @@ static fl_err_t data_batch(void *ctx, const fl_vec_t *b)
     return fl_append_write(d->j->app, &d->stage, d->err, d->errlen);
 }
 
+/* The group's deletion vectors (v3) into pc's positions, has_dv[f] set for
+ * each file one applies to. They are taken in Puffin-file order, so a file
+ * holding several (Spark writes one per task) is read and its footer parsed
+ * once. */
+static _Thread_local const state_t *g_dv_state; /* qsort context of this thread */
+
+static int cmp_dv_path(const void *x, const void *y)
+{
+    const sfile_t *a = &g_dv_state->dels[*(const size_t *)x], *b = &g_dv_state->dels[*(const size_t *)y];
+    return strcmp(a->en->file.file_path, b->en->file.file_path);
+}
+
+static fl_err_t load_dvs(job_t *j, const state_t *st, const group_t *g, pos_ctx_t *pc, bool *has_dv, fl_buf_t *buf,
+                         char *err, size_t errlen)
+{
+    size_t *order = fl_malloc((g->n_dels + 1) * sizeof *order), n_dv = 0;
+    for (size_t x = 0; x < g->n_dels; x++)
+        if (st->dels[g->dels[x]].dv) order[n_dv++] = g->dels[x];
+    g_dv_state = st;
+    qsort(order, n_dv, sizeof *order, cmp_dv_path);
+    g_dv_state = NULL;
+    const char *loaded = NULL;  /* the Puffin file in buf, its footer in blobs */
+    fl_puffin_blob_t *blobs = NULL;
+    size_t n_blobs = 0;
+    fl_err_t e = FL_OK;
+    for (size_t x = 0; x < n_dv && !e; x++) {
+        const sfile_t *d = &st->dels[order[x]];
+        const fl_data_file_t *df = &d->en->file;
+        /* without it a DV would scope to its whole partition (and could be dropped unapplied) */
+        if (!df->referenced_data_file) {
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: deletion vector without referenced_data_file",
+                           df->file_path);
+            break;
+        }
+        size_t f = 0;
+        while (f < g->n && strcmp(g->paths[f], df->referenced_data_file)) f++;
+        const sfile_t *data = f < g->n ? find_data(st, g->paths[f]) : NULL;
+        if (!data || !applies(d, data)) continue;
+        if (!loaded || strcmp(loaded, df->file_path)) {
+            fl_puffin_blobs_free(blobs, n_blobs);
+            blobs = NULL;
+            n_blobs = 0;
+            loaded = NULL;
+            if (df->file_size_in_bytes > FL_PUFFIN_MAX_FILE_BYTES) {
+                e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: Puffin file of %" PRId64 " bytes (at most %lld)",
+                               df->file_path, df->file_size_in_bytes, (long long)FL_PUFFIN_MAX_FILE_BYTES);
+                break;
+            }
+            fl_buf_reset(buf);
+            if ((e = j->ops.get(j->ops.ctx, df->file_path, buf))) {
+                fl_err_fmt(err, errlen, e, "reading %s failed: %s", df->file_path, fl_err_str(e));
+                break;
+            }
+            char why[256];
+            if ((e = fl_puffin_footer(fl_slice(buf->ptr, buf->len), &blobs, &n_blobs, why, sizeof why))) {
+                fl_err_fmt(err, errlen, e, "%s: %s", df->file_path, why);
+                break;
+            }
+            loaded = df->file_path;
+        }
+        fl_roaring64_t bm;
+        char why[256];
+        if ((e = fl_puffin_read_dv(fl_slice(buf->ptr, buf->len), blobs, n_blobs,
+                                   df->has_content_offset ? df->content_offset : -1,
+                                   df->has_content_offset ? df->content_size_in_bytes : -1, df->referenced_data_file,
+                                   df->record_count, &bm, why, sizeof why))) {
+            fl_err_fmt(err, errlen, e, "%s: %s", df->file_path, why);
+            break;
+        }
+        /* positions past the data file's rows cannot delete anything */
+        int64_t *v = NULL;
+        size_t n = 0;
+        int64_t rows = data->en->file.record_count;
+        fl_roaring64_values(&bm, rows > 0 ? (uint64_t)rows : 0, &v, &n);
+        fl_roaring64_free(&bm);
+        if (pc->n + n > pc->cap) pc->v = fl_realloc(pc->v, (pc->cap = pc->n + n + 1024) * sizeof *pc->v);
+        for (size_t i = 0; i < n; i++) pc->v[pc->n++] = (posdel_t){ (uint32_t)f, v[i] };
+        free(v);
+        has_dv[f] = true;
+        j->res->delete_files_applied++;
+    }
+    fl_puffin_blobs_free(blobs, n_blobs);
+    free(order);
+    return e;
+}
+
 /* Rewrite one group: read its rows, drop the deleted ones, write new files. */
 static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err, size_t errlen)
 {
@@ -750,11 +882,16 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
     fl_err_t e = FL_OK;
     fl_pq_reader_t *r = NULL;
     fl_vec_t *acc = NULL;
+    bool *has_dv = fl_calloc(g->n + 1, sizeof *has_dv);
+    pc.has_dv = has_dv;
 
-    /* the deletes */
+    /* deletion vectors first: a data file with one ignores position delete files */
+    if ((e = load_dvs(j, st, g, &pc, has_dv, &buf, err, errlen))) goto out;
+    /* the other deletes */
     for (size_t x = 0; x < g->n_dels && !e; x++) {
         const sfile_t *d = &st->dels[g->dels[x]];
         const char *path = d->en->file.file_path;
+        if (d->dv) continue;
         if ((e = open_parquet(j, path, &buf, &r, err, errlen))) break;
         if (d->en->file.content == 1) {
             pc.del = d;
@@ -803,9 +940,10 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
     dc.j = j;
     dc.err = err;
     dc.errlen = errlen;
+    dc.lineage = j->lineage;
     if (j->strategy != FL_REWRITE_BINPACK) {
         acc = fl_calloc(1, sizeof *acc);
-        fl_vec_init(acc, &j->schema);
+        fl_vec_init(acc, &j->read_schema);
         dc.acc = acc;
     }
     dc.eq = fl_calloc(n_eqs + 1, sizeof *dc.eq);
@@ -826,8 +964,11 @@ static fl_err_t rewrite_group(job_t *j, const state_t *st, group_t *g, char *err
         dc.n_pos = pv - pb;
         dc.at = 0;
         dc.row = 0;
+        dc.has_first_row_id = df && df->en->file.has_first_row_id;
+        dc.first_row_id = dc.has_first_row_id ? df->en->file.first_row_id : 0;
+        dc.data_seq = df ? df->seq : 0;
         if ((e = open_parquet(j, g->paths[f], &buf, &r, err, errlen))) break;
-        if ((e = fl_pq_reader_project(r, &j->schema)))
+        if ((e = fl_pq_reader_project(r, &j->read_schema)))
             fl_err_fmt(err, errlen, e, "%s: does not match the table schema", g->paths[f]);
         else
             e = read_all(r, g->paths[f], data_batch, &dc, err, errlen);
@@ -858,6 +999,7 @@ out:
     free(dc.keep);
     fl_buf_free(&dc.k);
     free(pc.v);
+    free(has_dv);
     for (size_t i = 0; i < n_eqs; i++) eqset_free(&eqs[i]);
     free(eqs);
     fl_field_free(&pos_schema);
@@ -916,6 +1058,17 @@ static bool group_valid(const job_t *j, const state_t *start, const state_t *P, 
 }
 
 static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+static int cmp_ptr(const void *x, const void *y)
+{
+    uintptr_t a = (uintptr_t)*(const void *const *)x, b = (uintptr_t)*(const void *const *)y;
+    return (a > b) - (a < b);
+}
+
+static bool ptr_in(const fl_manifest_entry_t **v, size_t n, const fl_manifest_entry_t *p)
+{
+    return n && bsearch(&p, v, n, sizeof *v, cmp_ptr) != NULL;
+}
 
 static bool in_sorted(char **v, size_t n, const char *s)
 {
@@ -1003,7 +1156,16 @@ static fl_err_t write_list(job_t *j, written_t *w, int64_t sid, int64_t parent, 
     fl_buf_t b, u;
     fl_buf_init(&b, 0);
     fl_buf_init(&u, 0);
-    fl_err_t e = fl_manifest_list_write(j->format_version, sid, parent, seq, w->mfs, w->n, FL_AVRO_CODEC_DEFLATE, &b);
+    fl_err_t e;
+    j->list_first_row_id = j->list_next_row_id = 0;
+    if (j->format_version >= 3) {
+        /* row lineage: new data manifests (ours) take row ids from the table's next-row-id as it is now */
+        j->list_first_row_id = (int64_t)json_integer_value(json_object_get(j->md, "next-row-id"));
+        e = fl_manifest_list_write_v3(sid, parent, seq, j->list_first_row_id, w->mfs, w->n, FL_AVRO_CODEC_DEFLATE, &b,
+                                      &j->list_next_row_id);
+    } else {
+        e = fl_manifest_list_write(j->format_version, sid, parent, seq, w->mfs, w->n, FL_AVRO_CODEC_DEFLATE, &b);
+    }
     if (e) {
         fl_buf_free(&b);
         return fl_err_fmt(err, errlen, e, "cannot write the manifest list: %s", fl_err_str(e));
@@ -1057,6 +1219,10 @@ static cresult_t commit_snapshot(job_t *j, int64_t sid, int64_t parent, int64_t 
                              (json_int_t)seq, "timestamp-ms", (json_int_t)fl_now_ms(), "manifest-list", list_uri,
                              "summary", summary, "schema-id", (int)j->schema_id);
     if (parent >= 0) json_object_set_new(snap, "parent-snapshot-id", json_integer(parent));
+    if (j->format_version >= 3) {
+        json_object_set_new(snap, "first-row-id", json_integer(j->list_first_row_id));
+        json_object_set_new(snap, "added-rows", json_integer(j->list_next_row_id - j->list_first_row_id));
+    }
     json_t *updates = json_pack("[{s:s,s:o},{s:s,s:s,s:s,s:I}]", "action", "add-snapshot", "snapshot", snap,
                                 "action", "set-snapshot-ref", "ref-name", "main", "type", "branch", "snapshot-id",
                                 (json_int_t)sid);
@@ -1135,7 +1301,8 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
         state_t P = { 0 };
         written_t w;
         memset(&w, 0, sizeof w);
-        char **repl = NULL, **dropped = NULL;
+        char **repl = NULL;
+        const fl_manifest_entry_t **dropped = NULL; /* by entry: DVs share their Puffin file's path */
         size_t n_repl = 0, n_dropped = 0;
         bool *touched = NULL, *is_repl = NULL;
         json_t *summary = NULL;
@@ -1160,20 +1327,23 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
         /* delete files no live data file needs any more */
         is_repl = fl_calloc(P.n_data + 1, sizeof *is_repl);
         for (size_t i = 0; i < P.n_data; i++) is_repl[i] = in_sorted(repl, n_repl, P.data[i].en->file.file_path);
-        int64_t rm_pos_files = 0, rm_eq_files = 0, rm_pos = 0, rm_eq = 0, rm_del_size = 0;
+        int64_t rm_pos_files = 0, rm_eq_files = 0, rm_pos = 0, rm_eq = 0, rm_del_size = 0, rm_dvs = 0;
         for (size_t d = 0; d < P.n_dels; d++) {
             const sfile_t *del = &P.dels[d];
-            if (del->seq > start->seq || del->dv) continue;
+            if (del->seq > start->seq) continue;
             bool needed = false;
             for (size_t i = 0; i < P.n_data && !needed; i++) needed = !is_repl[i] && applies(del, &P.data[i]);
             if (needed) continue;
             dropped = fl_realloc(dropped, (n_dropped + 1) * sizeof *dropped);
-            dropped[n_dropped++] = del->en->file.file_path;
-            rm_del_size += del->en->file.file_size_in_bytes;
-            if (del->en->file.content == 1) { rm_pos_files++; rm_pos += del->en->file.record_count; }
+            dropped[n_dropped++] = del->en;
+            /* as Java's summary: a DV counts as a delete file and its positions, its blob as its size */
+            rm_del_size += del->dv && del->en->file.has_content_offset ? del->en->file.content_size_in_bytes
+                                                                       : del->en->file.file_size_in_bytes;
+            if (del->dv) { rm_dvs++; rm_pos += del->en->file.record_count; }
+            else if (del->en->file.content == 1) { rm_pos_files++; rm_pos += del->en->file.record_count; }
             else { rm_eq_files++; rm_eq += del->en->file.record_count; }
         }
-        if (n_dropped) qsort(dropped, n_dropped, sizeof *dropped, cmp_str);
+        if (n_dropped) qsort(dropped, n_dropped, sizeof *dropped, cmp_ptr);
         /* the new files' manifest: data sequence number = the starting snapshot's */
         size_t n_new = 0;
         for (size_t i = 0; i < n; i++) n_new += g[i].failed ? 0 : g[i].n_out;
@@ -1207,7 +1377,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
                 del_size += P.data[i].en->file.file_size_in_bytes;
             }
         for (size_t d = 0; d < P.n_dels; d++)
-            if (in_sorted(dropped, n_dropped, P.dels[d].en->file.file_path)) touched[P.dels[d].manifest] = true;
+            if (ptr_in(dropped, n_dropped, P.dels[d].en)) touched[P.dels[d].manifest] = true;
         for (size_t m = 0; m < P.n_mf; m++) {
             if (!touched[m]) { written_carry(&w, &P.mfs[m]); continue; }
             const mcache_t *c = P.mc[m];
@@ -1217,7 +1387,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
                 if (c->ents[x].status == 2) continue;
                 me[k] = c->ents[x];
                 bool del = P.mfs[m].content != 0 || me[k].file.content != 0;
-                bool gone = del ? in_sorted(dropped, n_dropped, me[k].file.file_path)
+                bool gone = del ? ptr_in(dropped, n_dropped, &c->ents[x])
                                 : in_sorted(repl, n_repl, me[k].file.file_path);
                 if (gone) {
                     me[k].status = 2;
@@ -1246,6 +1416,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
         if (n_dropped) {
             fl_append_set_num(summary, "removed-delete-files", (int64_t)n_dropped);
             if (rm_pos_files) fl_append_set_num(summary, "removed-position-delete-files", rm_pos_files);
+            if (rm_dvs) fl_append_set_num(summary, "removed-dvs", rm_dvs);
             if (rm_eq_files) fl_append_set_num(summary, "removed-equality-delete-files", rm_eq_files);
             if (rm_pos) fl_append_set_num(summary, "removed-position-deletes", rm_pos);
             if (rm_eq) fl_append_set_num(summary, "removed-equality-deletes", rm_eq);

@@ -13,8 +13,10 @@
  *
  * Rewrite: a group's rows are read with the Parquet reader (projected on the
  * current schema by field id, the table's name mapping for files without
- * ids), position deletes applied to data files with data seq <= delete seq and
- * equality deletes with data seq < delete seq (Iceberg's rule), and written
+ * ids), position deletes and deletion vectors applied to data files with data
+ * seq <= delete seq and equality deletes with data seq < delete seq (Iceberg's
+ * rule; a data file with a deletion vector ignores position delete files, as
+ * the v3 spec says), and written
  * through the appender (iceberg/append.h: partition routing, files rolled at
  * the target, write.parquet.* and metrics modes as for appends).
  *
@@ -54,8 +56,20 @@
  * FL_REWRITE_SORT_MEM_BYTES, beyond which a group is written as several
  * sorted runs (bounded memory over tight bounds).
  *
- * Format: v2 tables. v3 tables are refused ("not yet": row lineage and
- * deletion vectors); a v2 table never has deletion vectors.
+ * Format: v2 and v3 tables. v3: deletion vectors (Puffin deletion-vector-v1
+ * blobs named by a delete entry's referenced_data_file, content_offset and
+ * content_size_in_bytes; iceberg/puffin.h) are applied like position deletes
+ * and dropped like them: per manifest entry, since one Puffin file holds the
+ * DVs of many data files and only the entries of replaced files go. A DV added
+ * concurrently against a file being rewritten fails that group. Row lineage:
+ * rows are read with _row_id and _last_updated_sequence_number (field ids
+ * 2147483540 / 2147483539), nulls filled by inheritance (the file's
+ * first_row_id + position; its data sequence number) and written into the new
+ * files as those two columns (as Java's v3 rewrite), so every row keeps both;
+ * the manifest list is written as v3 (new data manifests take row ids from the
+ * table's next-row-id; carried manifests keep theirs; rewritten ones keep each
+ * entry's first_row_id explicitly) and the snapshot carries first-row-id and
+ * added-rows (the commit advances next-row-id by them).
  *
  * One thread per call; the ops are borrowed for the call. Errors: FL_ERR_INVALID
  * (unsupported table, malformed files), FL_ERR_CONFLICT (table replaced), the
@@ -131,7 +145,7 @@ typedef struct fl_rewrite_plan {
     int64_t snapshot_id, sequence_number;
     fl_rewrite_plan_group_t *groups;
     size_t n_groups;
-    size_t n_skipped;            /* groups refused (e.g. deletion vectors) */
+    size_t n_skipped;            /* groups refused (none today) */
 } fl_rewrite_plan_t;
 
 /* Plan only: load the table, group and bin-pack (no writes). */

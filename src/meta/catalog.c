@@ -41,3 +41,15 @@ void fl_namespaces_free(fl_namespace_t *ns, size_t n)
     for (size_t i = 0; i < n; i++) free(ns[i].properties);
     free(ns);
 }
+
+void fl_iam_principals_free(fl_iam_principal_t *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++) free(p[i].doc);
+    free(p);
+}
+
+void fl_iam_keys_free(fl_iam_key_t *k, size_t n)
+{
+    for (size_t i = 0; k && i < n; i++) free(k[i].session_policy);
+    free(k);
+}

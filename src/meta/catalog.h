@@ -209,4 +209,72 @@ fl_err_t fl_catalog_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char
 fl_err_t fl_catalog_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
                                fl_maint_run_t **out, size_t *n);
 
+/* ---- identities: principals, access keys, inline policies ----
+ * Rows keyed by (account, kind, name): kind "user" or "role" (a role's doc is
+ * its trust policy; a user's is ""). Access keys are rows keyed by access key
+ * id: kind "root" (the account's root), "user" (name = the user) or
+ * "session" (AssumeRole credentials: name = the role, expires_ms, the SHA-256
+ * of the session token in token_hash, the session policy). The secret column
+ * holds what fl_iam_seal (catalog/iam.h) made of the secret, never the secret itself.
+ * Inline policies are (account, kind, name, policy_name) -> JSON text; a
+ * policy_name starting with "arn:" is an attached managed policy (doc = its
+ * ARN's row: kind "policy", doc = the document). Plain portable SQL, mirrored
+ * by the PostgreSQL backend. */
+#define FL_IAM_MAX_LIST 1000   /* rows one identity list returns */
+
+typedef struct fl_iam_principal {
+    char account[40];
+    char kind[8];              /* "user", "role", "policy" (managed policy) */
+    char name[128];
+    char arn[FL_ARN_MAX];
+    char id[40];
+    int64_t created_ms;
+    char *doc;                 /* owned; trust policy / managed policy document; "" for users */
+} fl_iam_principal_t;
+
+typedef struct fl_iam_key {
+    char akid[64];
+    char account[40];
+    char kind[8];              /* "root", "user", "session" */
+    char name[128];            /* user or role name; "" for root */
+    char secret[256];          /* sealed secret (fl_iam_seal) */
+    char status[16];           /* "Active" or "Inactive" ("" = Active on create) */
+    int64_t created_ms, last_used_ms;
+    int64_t expires_ms;        /* 0 = never */
+    char token_hash[72];       /* sessions: hex SHA-256 of the session token; else "" */
+    char session_name[72];
+    char *session_policy;      /* owned; "" when none */
+} fl_iam_key_t;
+
+fl_err_t fl_catalog_principal_create(fl_catalog_t *c, fl_iam_principal_t *p); /* fills created_ms; FL_ERR_EXISTS */
+fl_err_t fl_catalog_principal_get(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                  fl_iam_principal_t *out); /* FL_ERR_NOT_FOUND; out->doc owned */
+/* Every principal of kind in account, by name (at most FL_IAM_MAX_LIST). */
+fl_err_t fl_catalog_principal_list(fl_catalog_t *c, const char *account, const char *kind,
+                                   fl_iam_principal_t **out, size_t *n);
+/* FL_ERR_NOT_FOUND; FL_ERR_NOT_EMPTY while keys or policies remain (IAM's DeleteConflict). */
+fl_err_t fl_catalog_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name);
+void fl_iam_principals_free(fl_iam_principal_t *p, size_t n);
+
+fl_err_t fl_catalog_key_create(fl_catalog_t *c, fl_iam_key_t *k);      /* fills created_ms; FL_ERR_EXISTS */
+fl_err_t fl_catalog_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out); /* FL_ERR_NOT_FOUND */
+fl_err_t fl_catalog_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                             fl_iam_key_t **out, size_t *n);
+fl_err_t fl_catalog_key_set_status(fl_catalog_t *c, const char *akid, const char *status); /* FL_ERR_NOT_FOUND */
+/* Records a use (last_used_ms only moves forward). */
+fl_err_t fl_catalog_key_touch(fl_catalog_t *c, const char *akid, int64_t now_ms);
+fl_err_t fl_catalog_key_delete(fl_catalog_t *c, const char *akid);     /* FL_ERR_NOT_FOUND */
+/* Deletes session keys that expired before now_ms. */
+fl_err_t fl_catalog_key_prune(fl_catalog_t *c, int64_t now_ms);
+void fl_iam_keys_free(fl_iam_key_t *k, size_t n);
+
+fl_err_t fl_catalog_iam_policy_put(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                   const char *policy_name, const char *doc);
+fl_err_t fl_catalog_iam_policy_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                      const char *policy_name); /* FL_ERR_NOT_FOUND */
+/* The policies of (account, kind, name): one (FL_ERR_NOT_FOUND when absent) when policy_name
+ * is given, else all, by name. Parallel malloc'd arrays of malloc'd strings. */
+fl_err_t fl_catalog_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                    const char *policy_name, char ***names, char ***docs, size_t *n);
+
 #endif

@@ -54,6 +54,28 @@
     X(maint_run_add, (fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc), (c, r, job_doc))                 \
     X(maint_runs, (fl_catalog_t *c, const char *arn, int64_t before_id, int max, fl_maint_run_t **out,           \
                    size_t *n), (c, arn, before_id, max, out, n))                                                 \
+    X(principal_create, (fl_catalog_t *c, fl_iam_principal_t *p), (c, p))                                       \
+    X(principal_get, (fl_catalog_t *c, const char *account, const char *kind, const char *name,                  \
+                      fl_iam_principal_t *out), (c, account, kind, name, out))                                   \
+    X(principal_list, (fl_catalog_t *c, const char *account, const char *kind, fl_iam_principal_t **out,         \
+                       size_t *n), (c, account, kind, out, n))                                                   \
+    X(principal_delete, (fl_catalog_t *c, const char *account, const char *kind, const char *name),              \
+      (c, account, kind, name))                                                                                  \
+    X(key_create, (fl_catalog_t *c, fl_iam_key_t *k), (c, k))                                                    \
+    X(key_get, (fl_catalog_t *c, const char *akid, fl_iam_key_t *out), (c, akid, out))                           \
+    X(key_list, (fl_catalog_t *c, const char *account, const char *kind, const char *name, fl_iam_key_t **out,   \
+                 size_t *n), (c, account, kind, name, out, n))                                                   \
+    X(key_set_status, (fl_catalog_t *c, const char *akid, const char *status), (c, akid, status))                \
+    X(key_touch, (fl_catalog_t *c, const char *akid, int64_t now_ms), (c, akid, now_ms))                         \
+    X(key_delete, (fl_catalog_t *c, const char *akid), (c, akid))                                                \
+    X(key_prune, (fl_catalog_t *c, int64_t now_ms), (c, now_ms))                                                 \
+    X(iam_policy_put, (fl_catalog_t *c, const char *account, const char *kind, const char *name,                 \
+                       const char *policy_name, const char *doc), (c, account, kind, name, policy_name, doc))    \
+    X(iam_policy_delete, (fl_catalog_t *c, const char *account, const char *kind, const char *name,              \
+                          const char *policy_name), (c, account, kind, name, policy_name))                       \
+    X(iam_policy_list, (fl_catalog_t *c, const char *account, const char *kind, const char *name,                \
+                        const char *policy_name, char ***names, char ***docs, size_t *n),                        \
+      (c, account, kind, name, policy_name, names, docs, n))                                                     \
     X(ping, (fl_catalog_t *c), (c))
 
 typedef struct fl_catalog_ops {

@@ -20,6 +20,9 @@ enum {
     ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
     ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
     ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
+    ST_P_INS, ST_P_GET, ST_P_LIST, ST_P_HASDEPS, ST_P_DEL,
+    ST_K_INS, ST_K_GET, ST_K_LIST, ST_K_STATUS, ST_K_TOUCH, ST_K_DEL, ST_K_PRUNE,
+    ST_IP_PUT, ST_IP_GET, ST_IP_LIST, ST_IP_DEL,
     ST_M_CLAIM, ST_M_BEAT, ST_M_FREE, ST_M_FREE_OWNER, ST_M_DEL_ARN, ST_R_INS, ST_R_PRUNE, ST_R_LIST, ST_R_DEL_ARN,
     ST_COUNT
 };
@@ -78,6 +81,35 @@ static const char *const fl_catalog_sql[ST_COUNT] = {
     [ST_D_DEL_ARN] = "DELETE FROM docs WHERE arn = ?1",
     [ST_D_LIST] = "SELECT kind, json FROM docs WHERE arn = ?1 AND kind >= ?5 AND kind < ?6"
                   " ORDER BY kind",
+    /* identities: ?1 account, ?2 kind, ?3 name */
+    [ST_P_INS] = "INSERT INTO iam_principals(account, kind, name, arn, id, created_ms, doc)"
+                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
+    [ST_P_GET] = "SELECT account, kind, name, arn, id, created_ms, doc FROM iam_principals"
+                 " WHERE account = ?1 AND kind = ?2 AND name = ?3",
+    [ST_P_LIST] = "SELECT account, kind, name, arn, id, created_ms, doc FROM iam_principals"
+                  " WHERE account = ?1 AND kind = ?2 ORDER BY name",
+    [ST_P_HASDEPS] = "SELECT 1 FROM iam_keys WHERE account = ?1 AND kind = ?2 AND name = ?3"
+                     " UNION ALL SELECT 1 FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3",
+    [ST_P_DEL] = "DELETE FROM iam_principals WHERE account = ?1 AND kind = ?2 AND name = ?3",
+    [ST_K_INS] = "INSERT INTO iam_keys(akid, account, kind, name, secret, status, created_ms, last_used_ms,"
+                 " expires_ms, token_hash, session_name, session_policy)"
+                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
+    [ST_K_GET] = "SELECT akid, account, kind, name, secret, status, created_ms, last_used_ms, expires_ms,"
+                 " token_hash, session_name, session_policy FROM iam_keys WHERE akid = ?1",
+    [ST_K_LIST] = "SELECT akid, account, kind, name, secret, status, created_ms, last_used_ms, expires_ms,"
+                  " token_hash, session_name, session_policy FROM iam_keys"
+                  " WHERE account = ?1 AND kind = ?2 AND name = ?3 ORDER BY created_ms, akid",
+    [ST_K_STATUS] = "UPDATE iam_keys SET status = ?2 WHERE akid = ?1",
+    [ST_K_TOUCH] = "UPDATE iam_keys SET last_used_ms = ?2 WHERE akid = ?1 AND last_used_ms < ?2",
+    [ST_K_DEL] = "DELETE FROM iam_keys WHERE akid = ?1",
+    [ST_K_PRUNE] = "DELETE FROM iam_keys WHERE expires_ms > 0 AND expires_ms < ?1",
+    [ST_IP_PUT] = "INSERT INTO iam_policies(account, kind, name, policy_name, doc) VALUES(?1, ?2, ?3, ?4, ?5)"
+                  " ON CONFLICT(account, kind, name, policy_name) DO UPDATE SET doc = excluded.doc",
+    [ST_IP_GET] = "SELECT policy_name, doc FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3"
+                  " AND policy_name = ?4",
+    [ST_IP_LIST] = "SELECT policy_name, doc FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3"
+                   " ORDER BY policy_name",
+    [ST_IP_DEL] = "DELETE FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3 AND policy_name = ?4",
     /* ?1 arn, ?2 type, ?3 owner, ?4 now, ?5 lease until */
     [ST_M_CLAIM] = "INSERT INTO maintenance_jobs(table_arn, type, owner, claimed_ms, heartbeat_ms, lease_until_ms)"
                    " VALUES(?1, ?2, ?3, ?4, ?4, ?5) ON CONFLICT(table_arn) DO UPDATE SET type = excluded.type,"

@@ -63,6 +63,18 @@ static const char *const migrations[] = {
     "  files_out BIGINT NOT NULL, bytes_out BIGINT NOT NULL, snapshots_removed BIGINT NOT NULL,"
     "  objects_removed BIGINT NOT NULL, commits BIGINT NOT NULL, message TEXT NOT NULL);"
     "CREATE INDEX maintenance_runs_table ON maintenance_runs(table_arn, id);",
+    /* 3 -> 4: identities (meta/catalog.h "identities") */
+    "CREATE TABLE iam_principals(account TEXT COLLATE \"C\" NOT NULL, kind TEXT COLLATE \"C\" NOT NULL,"
+    "  name TEXT COLLATE \"C\" NOT NULL, arn TEXT NOT NULL, id TEXT NOT NULL, created_ms BIGINT NOT NULL,"
+    "  doc TEXT NOT NULL, PRIMARY KEY(account, kind, name));"
+    "CREATE TABLE iam_keys(akid TEXT COLLATE \"C\" PRIMARY KEY, account TEXT COLLATE \"C\" NOT NULL,"
+    "  kind TEXT COLLATE \"C\" NOT NULL, name TEXT COLLATE \"C\" NOT NULL, secret TEXT NOT NULL,"
+    "  status TEXT NOT NULL, created_ms BIGINT NOT NULL, last_used_ms BIGINT NOT NULL, expires_ms BIGINT NOT NULL,"
+    "  token_hash TEXT NOT NULL, session_name TEXT NOT NULL, session_policy TEXT NOT NULL);"
+    "CREATE INDEX iam_keys_owner ON iam_keys(account, kind, name);"
+    "CREATE TABLE iam_policies(account TEXT COLLATE \"C\" NOT NULL, kind TEXT COLLATE \"C\" NOT NULL,"
+    "  name TEXT COLLATE \"C\" NOT NULL, policy_name TEXT COLLATE \"C\" NOT NULL, doc TEXT NOT NULL,"
+    "  PRIMARY KEY(account, kind, name, policy_name));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -781,6 +793,259 @@ static fl_err_t pg_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_i
         *out = v;
         *n = (size_t)rows;
     }
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+/* ---- identities ---- */
+
+/* One write statement (a's arguments) in a transaction; *changes gets the rows changed. */
+static fl_err_t write_args(fl_catalog_t *c, int which, const args_t *a, const char *what, int64_t *changes)
+{
+    TX_BEGIN(c, k)
+    if ((err = fl_pg_exec(k, which, a, what))) goto out;
+    if (changes) *changes = k->changes;
+out:
+    TX_END(c, k)
+}
+
+static void row_principal(const fl_conn_t *k, int r, fl_iam_principal_t *p)
+{
+    memset(p, 0, sizeof *p);
+    fl_pg_col_copy(k, r, 0, p->account, sizeof p->account);
+    fl_pg_col_copy(k, r, 1, p->kind, sizeof p->kind);
+    fl_pg_col_copy(k, r, 2, p->name, sizeof p->name);
+    fl_pg_col_copy(k, r, 3, p->arn, sizeof p->arn);
+    fl_pg_col_copy(k, r, 4, p->id, sizeof p->id);
+    p->created_ms = fl_pg_col_i64(k, r, 5);
+    p->doc = fl_pg_col_strdup(k, r, 6);
+}
+
+static fl_err_t pg_principal_create(fl_catalog_t *c, fl_iam_principal_t *p)
+{
+    args_t a = { 0 };
+    int64_t ch = 0;
+    p->created_ms = fl_now_ms();
+    fl_pg_arg_str(&a, 1, p->account);
+    fl_pg_arg_str(&a, 2, p->kind);
+    fl_pg_arg_str(&a, 3, p->name);
+    fl_pg_arg_str(&a, 4, p->arn);
+    fl_pg_arg_str(&a, 5, p->id);
+    fl_pg_arg_i64(&a, 6, p->created_ms);
+    fl_pg_arg_str(&a, 7, p->doc ? p->doc : "");
+    fl_err_t err = write_args(c, ST_P_INS, &a, "principal create", &ch);
+    return err ? err : ch ? FL_OK : FL_ERR_EXISTS;
+}
+
+static fl_err_t pg_principal_get(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                 fl_iam_principal_t *out)
+{
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    fl_err_t err = fl_pg_row(k, ST_P_GET, &a, "principal get");
+    if (!err) row_principal(k, 0, out);
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+static fl_err_t pg_principal_list(fl_catalog_t *c, const char *account, const char *kind,
+                                  fl_iam_principal_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_err_t err = fl_pg_exec(k, ST_P_LIST, &a, "principal list");
+    if (!err && k->nrows) {
+        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
+        fl_iam_principal_t *v = fl_calloc((size_t)rows, sizeof *v);
+        for (int r = 0; r < rows; r++) row_principal(k, r, &v[r]);
+        *out = v;
+        *n = (size_t)rows;
+    }
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+static fl_err_t pg_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name)
+{
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    TX_BEGIN(c, k)
+    err = fl_pg_row(k, ST_P_HASDEPS, &a, "principal deps");
+    if (err == FL_OK) { err = FL_ERR_NOT_EMPTY; goto out; }
+    if (err != FL_ERR_NOT_FOUND) goto out;
+    if ((err = fl_pg_exec(k, ST_P_DEL, &a, "principal delete"))) goto out;
+    if (k->changes == 0) err = FL_ERR_NOT_FOUND;
+out:
+    TX_END(c, k)
+}
+
+static void row_key(const fl_conn_t *k, int r, fl_iam_key_t *key)
+{
+    memset(key, 0, sizeof *key);
+    fl_pg_col_copy(k, r, 0, key->akid, sizeof key->akid);
+    fl_pg_col_copy(k, r, 1, key->account, sizeof key->account);
+    fl_pg_col_copy(k, r, 2, key->kind, sizeof key->kind);
+    fl_pg_col_copy(k, r, 3, key->name, sizeof key->name);
+    fl_pg_col_copy(k, r, 4, key->secret, sizeof key->secret);
+    fl_pg_col_copy(k, r, 5, key->status, sizeof key->status);
+    key->created_ms = fl_pg_col_i64(k, r, 6);
+    key->last_used_ms = fl_pg_col_i64(k, r, 7);
+    key->expires_ms = fl_pg_col_i64(k, r, 8);
+    fl_pg_col_copy(k, r, 9, key->token_hash, sizeof key->token_hash);
+    fl_pg_col_copy(k, r, 10, key->session_name, sizeof key->session_name);
+    key->session_policy = fl_pg_col_strdup(k, r, 11);
+}
+
+static fl_err_t pg_key_create(fl_catalog_t *c, fl_iam_key_t *key)
+{
+    args_t a = { 0 };
+    int64_t ch = 0;
+    key->created_ms = fl_now_ms();
+    fl_pg_arg_str(&a, 1, key->akid);
+    fl_pg_arg_str(&a, 2, key->account);
+    fl_pg_arg_str(&a, 3, key->kind);
+    fl_pg_arg_str(&a, 4, key->name);
+    fl_pg_arg_str(&a, 5, key->secret);
+    fl_pg_arg_str(&a, 6, key->status[0] ? key->status : "Active");
+    fl_pg_arg_i64(&a, 7, key->created_ms);
+    fl_pg_arg_i64(&a, 8, key->expires_ms);
+    fl_pg_arg_str(&a, 9, key->token_hash);
+    fl_pg_arg_str(&a, 10, key->session_name);
+    fl_pg_arg_str(&a, 11, key->session_policy ? key->session_policy : "");
+    fl_err_t err = write_args(c, ST_K_INS, &a, "key create", &ch);
+    return err ? err : ch ? FL_OK : FL_ERR_EXISTS;
+}
+
+static fl_err_t pg_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out)
+{
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, akid);
+    fl_err_t err = fl_pg_row(k, ST_K_GET, &a, "key get");
+    if (!err) row_key(k, 0, out);
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+static fl_err_t pg_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                            fl_iam_key_t **out, size_t *n)
+{
+    *out = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    fl_err_t err = fl_pg_exec(k, ST_K_LIST, &a, "key list");
+    if (!err && k->nrows) {
+        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
+        fl_iam_key_t *v = fl_calloc((size_t)rows, sizeof *v);
+        for (int r = 0; r < rows; r++) row_key(k, r, &v[r]);
+        *out = v;
+        *n = (size_t)rows;
+    }
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+static fl_err_t pg_key_set_status(fl_catalog_t *c, const char *akid, const char *status)
+{
+    args_t a = { 0 };
+    int64_t ch = 0;
+    fl_pg_arg_str(&a, 1, akid);
+    fl_pg_arg_str(&a, 2, status);
+    fl_err_t err = write_args(c, ST_K_STATUS, &a, "key status", &ch);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t pg_key_touch(fl_catalog_t *c, const char *akid, int64_t now_ms)
+{
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, akid);
+    fl_pg_arg_i64(&a, 2, now_ms);
+    return write_args(c, ST_K_TOUCH, &a, "key touch", NULL);
+}
+
+static fl_err_t pg_key_delete(fl_catalog_t *c, const char *akid)
+{
+    args_t a = { 0 };
+    int64_t ch = 0;
+    fl_pg_arg_str(&a, 1, akid);
+    fl_err_t err = write_args(c, ST_K_DEL, &a, "key delete", &ch);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t pg_key_prune(fl_catalog_t *c, int64_t now_ms)
+{
+    args_t a = { 0 };
+    fl_pg_arg_i64(&a, 1, now_ms);
+    return write_args(c, ST_K_PRUNE, &a, "key prune", NULL);
+}
+
+static fl_err_t pg_iam_policy_put(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                  const char *policy_name, const char *doc)
+{
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    fl_pg_arg_str(&a, 4, policy_name);
+    fl_pg_arg_str(&a, 5, doc);
+    return write_args(c, ST_IP_PUT, &a, "iam policy put", NULL);
+}
+
+static fl_err_t pg_iam_policy_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                     const char *policy_name)
+{
+    args_t a = { 0 };
+    int64_t ch = 0;
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    fl_pg_arg_str(&a, 4, policy_name);
+    fl_err_t err = write_args(c, ST_IP_DEL, &a, "iam policy delete", &ch);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t pg_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                   const char *policy_name, char ***names, char ***docs, size_t *n)
+{
+    *names = *docs = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, account);
+    fl_pg_arg_str(&a, 2, kind);
+    fl_pg_arg_str(&a, 3, name);
+    if (policy_name) fl_pg_arg_str(&a, 4, policy_name);
+    fl_err_t err = fl_pg_exec(k, policy_name ? ST_IP_GET : ST_IP_LIST, &a, "iam policy list");
+    if (!err && k->nrows) {
+        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
+        char **ns = fl_calloc((size_t)rows, sizeof *ns), **ds = fl_calloc((size_t)rows, sizeof *ds);
+        for (int r = 0; r < rows; r++) {
+            ns[r] = fl_pg_col_strdup(k, r, 0);
+            ds[r] = fl_pg_col_strdup(k, r, 1);
+        }
+        *names = ns;
+        *docs = ds;
+        *n = (size_t)rows;
+    }
+    if (!err && policy_name && *n == 0) err = FL_ERR_NOT_FOUND;
     fl_pg_put(c->pg, k);
     return err;
 }

@@ -34,6 +34,7 @@
 #include "base/time.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,17 @@ static const char *const migrations[] = {
     "  files_out INTEGER NOT NULL, bytes_out INTEGER NOT NULL, snapshots_removed INTEGER NOT NULL,"
     "  objects_removed INTEGER NOT NULL, commits INTEGER NOT NULL, message TEXT NOT NULL) STRICT;"
     "CREATE INDEX maintenance_runs_table ON maintenance_runs(table_arn, id);",
+    /* 3 -> 4: identities (meta/catalog.h "identities"); plain SQL, mirrored in PostgreSQL */
+    "CREATE TABLE iam_principals(account TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
+    "  arn TEXT NOT NULL, id TEXT NOT NULL, created_ms INTEGER NOT NULL, doc TEXT NOT NULL,"
+    "  PRIMARY KEY(account, kind, name));"
+    "CREATE TABLE iam_keys(akid TEXT PRIMARY KEY, account TEXT NOT NULL, kind TEXT NOT NULL,"
+    "  name TEXT NOT NULL, secret TEXT NOT NULL, status TEXT NOT NULL, created_ms INTEGER NOT NULL,"
+    "  last_used_ms INTEGER NOT NULL, expires_ms INTEGER NOT NULL, token_hash TEXT NOT NULL,"
+    "  session_name TEXT NOT NULL, session_policy TEXT NOT NULL);"
+    "CREATE INDEX iam_keys_owner ON iam_keys(account, kind, name);"
+    "CREATE TABLE iam_policies(account TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
+    "  policy_name TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY(account, kind, name, policy_name));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -888,6 +900,317 @@ static fl_err_t sq_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_i
     *out = v;
     *n = cnt;
     return FL_OK;
+}
+
+/* ---- identities ---- */
+
+/* One write statement with string binds (NULL ends them), in a transaction;
+ * *changes gets the rows changed. */
+static fl_err_t write_strs(fl_catalog_t *c, int which, const char *what, int *changes, ...)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[which];
+    va_list ap;
+    va_start(ap, changes);
+    const char *v;
+    for (int i = 1; (v = va_arg(ap, const char *)); i++) fl_sqlite_bind_str(st, i, v);
+    va_end(ap);
+    if ((err = fl_sqlite_done(k, st, what))) goto out;
+    if (changes) *changes = sqlite3_changes(k->db);
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static void row_principal(sqlite3_stmt *st, fl_iam_principal_t *p)
+{
+    fl_sqlite_col_copy(st, 0, p->account, sizeof p->account);
+    fl_sqlite_col_copy(st, 1, p->kind, sizeof p->kind);
+    fl_sqlite_col_copy(st, 2, p->name, sizeof p->name);
+    fl_sqlite_col_copy(st, 3, p->arn, sizeof p->arn);
+    fl_sqlite_col_copy(st, 4, p->id, sizeof p->id);
+    p->created_ms = sqlite3_column_int64(st, 5);
+    p->doc = fl_sqlite_col_strdup(st, 6);
+}
+
+static fl_err_t sq_principal_create(fl_catalog_t *c, fl_iam_principal_t *p)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    p->created_ms = fl_now_ms();
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[ST_P_INS];
+    fl_sqlite_bind_str(st, 1, p->account);
+    fl_sqlite_bind_str(st, 2, p->kind);
+    fl_sqlite_bind_str(st, 3, p->name);
+    fl_sqlite_bind_str(st, 4, p->arn);
+    fl_sqlite_bind_str(st, 5, p->id);
+    sqlite3_bind_int64(st, 6, p->created_ms);
+    fl_sqlite_bind_str(st, 7, p->doc ? p->doc : "");
+    if ((err = fl_sqlite_done(k, st, "principal create"))) goto out;
+    if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static fl_err_t sq_principal_get(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                  fl_iam_principal_t *out)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_P_GET];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, name);
+    fl_err_t err = fl_sqlite_row(k, st, "principal get");
+    if (!err) row_principal(st, out);
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static fl_err_t sq_principal_list(fl_catalog_t *c, const char *account, const char *kind,
+                                   fl_iam_principal_t **out, size_t *n)
+{
+    fl_err_t err = FL_OK;
+    size_t cnt = 0, cap = 0;
+    fl_iam_principal_t *v = NULL;
+    int rc;
+    *out = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_P_LIST];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && cnt < FL_IAM_MAX_LIST) {
+        if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 8) * sizeof *v);
+        memset(&v[cnt], 0, sizeof *v);
+        row_principal(st, &v[cnt++]);
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        err = fl_sqlite_err(k, rc, "principal list");
+        fl_iam_principals_free(v, cnt);
+        v = NULL;
+        cnt = 0;
+    }
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    *out = v;
+    *n = cnt;
+    return err;
+}
+
+static fl_err_t sq_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[ST_P_HASDEPS];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, name);
+    err = fl_sqlite_row(k, st, "principal deps");
+    sqlite3_reset(st);
+    if (err == FL_OK) {
+        err = FL_ERR_NOT_EMPTY;
+        goto out;
+    }
+    if (err != FL_ERR_NOT_FOUND) goto out;
+    st = k->st[ST_P_DEL];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, name);
+    if ((err = fl_sqlite_done(k, st, "principal delete"))) goto out;
+    if (sqlite3_changes(k->db) == 0) err = FL_ERR_NOT_FOUND;
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static void row_key(sqlite3_stmt *st, fl_iam_key_t *k)
+{
+    fl_sqlite_col_copy(st, 0, k->akid, sizeof k->akid);
+    fl_sqlite_col_copy(st, 1, k->account, sizeof k->account);
+    fl_sqlite_col_copy(st, 2, k->kind, sizeof k->kind);
+    fl_sqlite_col_copy(st, 3, k->name, sizeof k->name);
+    fl_sqlite_col_copy(st, 4, k->secret, sizeof k->secret);
+    fl_sqlite_col_copy(st, 5, k->status, sizeof k->status);
+    k->created_ms = sqlite3_column_int64(st, 6);
+    k->last_used_ms = sqlite3_column_int64(st, 7);
+    k->expires_ms = sqlite3_column_int64(st, 8);
+    fl_sqlite_col_copy(st, 9, k->token_hash, sizeof k->token_hash);
+    fl_sqlite_col_copy(st, 10, k->session_name, sizeof k->session_name);
+    k->session_policy = fl_sqlite_col_strdup(st, 11);
+}
+
+static fl_err_t sq_key_create(fl_catalog_t *c, fl_iam_key_t *key)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_err_t err = FL_ERR_IO;
+    if (!k) return err;
+    key->created_ms = fl_now_ms();
+    if ((err = fl_sqlite_begin(c->db, k))) goto out;
+    sqlite3_stmt *st = k->st[ST_K_INS];
+    fl_sqlite_bind_str(st, 1, key->akid);
+    fl_sqlite_bind_str(st, 2, key->account);
+    fl_sqlite_bind_str(st, 3, key->kind);
+    fl_sqlite_bind_str(st, 4, key->name);
+    fl_sqlite_bind_str(st, 5, key->secret);
+    fl_sqlite_bind_str(st, 6, key->status[0] ? key->status : "Active");
+    sqlite3_bind_int64(st, 7, key->created_ms);
+    sqlite3_bind_int64(st, 8, key->expires_ms);
+    fl_sqlite_bind_str(st, 9, key->token_hash);
+    fl_sqlite_bind_str(st, 10, key->session_name);
+    fl_sqlite_bind_str(st, 11, key->session_policy ? key->session_policy : "");
+    if ((err = fl_sqlite_done(k, st, "key create"))) goto out;
+    if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
+out:
+    err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static fl_err_t sq_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_K_GET];
+    fl_sqlite_bind_str(st, 1, akid);
+    fl_err_t err = fl_sqlite_row(k, st, "key get");
+    if (!err) row_key(st, out);
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static fl_err_t sq_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                             fl_iam_key_t **out, size_t *n)
+{
+    fl_err_t err = FL_OK;
+    size_t cnt = 0, cap = 0;
+    fl_iam_key_t *v = NULL;
+    int rc;
+    *out = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_K_LIST];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, name);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && cnt < FL_IAM_MAX_LIST) {
+        if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 4) * sizeof *v);
+        memset(&v[cnt], 0, sizeof *v);
+        row_key(st, &v[cnt++]);
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        err = fl_sqlite_err(k, rc, "key list");
+        fl_iam_keys_free(v, cnt);
+        v = NULL;
+        cnt = 0;
+    }
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    *out = v;
+    *n = cnt;
+    return err;
+}
+
+static fl_err_t sq_key_set_status(fl_catalog_t *c, const char *akid, const char *status)
+{
+    int ch = 0;
+    fl_err_t err = write_strs(c, ST_K_STATUS, "key status", &ch, akid, status, (const char *)NULL);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t sq_key_touch(fl_catalog_t *c, const char *akid, int64_t now_ms)
+{
+    char ms[32];
+    snprintf(ms, sizeof ms, "%lld", (long long)now_ms);
+    return write_strs(c, ST_K_TOUCH, "key touch", NULL, akid, ms, (const char *)NULL);
+}
+
+static fl_err_t sq_key_delete(fl_catalog_t *c, const char *akid)
+{
+    int ch = 0;
+    fl_err_t err = write_strs(c, ST_K_DEL, "key delete", &ch, akid, (const char *)NULL);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t sq_key_prune(fl_catalog_t *c, int64_t now_ms)
+{
+    char ms[32];
+    snprintf(ms, sizeof ms, "%lld", (long long)now_ms);
+    return write_strs(c, ST_K_PRUNE, "key prune", NULL, ms, (const char *)NULL);
+}
+
+static fl_err_t sq_iam_policy_put(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                   const char *policy_name, const char *doc)
+{
+    return write_strs(c, ST_IP_PUT, "iam policy put", NULL, account, kind, name, policy_name, doc,
+                      (const char *)NULL);
+}
+
+static fl_err_t sq_iam_policy_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                      const char *policy_name)
+{
+    int ch = 0;
+    fl_err_t err = write_strs(c, ST_IP_DEL, "iam policy delete", &ch, account, kind, name, policy_name,
+                              (const char *)NULL);
+    return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
+}
+
+static fl_err_t sq_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+                                    const char *policy_name, char ***names, char ***docs, size_t *n)
+{
+    fl_err_t err = FL_OK;
+    char **ns = NULL, **ds = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    *names = *docs = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[policy_name ? ST_IP_GET : ST_IP_LIST];
+    fl_sqlite_bind_str(st, 1, account);
+    fl_sqlite_bind_str(st, 2, kind);
+    fl_sqlite_bind_str(st, 3, name);
+    if (policy_name) fl_sqlite_bind_str(st, 4, policy_name);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && cnt < FL_IAM_MAX_LIST) {
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 4;
+            ns = fl_realloc(ns, cap * sizeof *ns);
+            ds = fl_realloc(ds, cap * sizeof *ds);
+        }
+        ns[cnt] = fl_sqlite_col_strdup(st, 0);
+        ds[cnt] = fl_sqlite_col_strdup(st, 1);
+        cnt++;
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        err = fl_sqlite_err(k, rc, "iam policy list");
+        for (size_t i = 0; i < cnt; i++) { free(ns[i]); free(ds[i]); }
+        free(ns);
+        free(ds);
+        ns = ds = NULL;
+        cnt = 0;
+    }
+    if (!err && policy_name && cnt == 0) err = FL_ERR_NOT_FOUND;
+    sqlite3_reset(st);
+    fl_sqlite_put(c->db, k);
+    *names = ns;
+    *docs = ds;
+    *n = cnt;
+    return err;
 }
 
 static fl_err_t sq_ping(fl_catalog_t *c)

@@ -843,6 +843,8 @@ fl_err_t fl_http_resp_sendfile(fl_http_conn_t *c, int fd, int64_t off, int64_t l
 
 void fl_http_close_after(fl_http_conn_t *c) { c->close_after = true; }
 void fl_http_set_op(fl_http_conn_t *c, const char *op) { c->op = op ? op : "unknown"; }
+const char *fl_http_op(const fl_http_conn_t *c) { return c->op ? c->op : "unknown"; }
+int fl_http_resp_status_of(const fl_http_conn_t *c) { return c->status; }
 const char *fl_http_peer(const fl_http_conn_t *c) { return c->peer; }
 const char *fl_http_request_id(const fl_http_conn_t *c) { return c->rid; }
 int64_t fl_http_body_consumed(const fl_http_conn_t *c) { return c->body_consumed; }

@@ -107,6 +107,10 @@ fl_err_t fl_http_resp_sendfile(fl_http_conn_t *c, int fd, int64_t off, int64_t l
 void fl_http_close_after(fl_http_conn_t *c);
 /* Labels the request for /metrics and the access log (e.g. "PutObject"). */
 void fl_http_set_op(fl_http_conn_t *c, const char *op);
+/* The label set by fl_http_set_op ("unknown" when none) and the response
+ * status set so far (for the audit log, after the handler answered). */
+const char *fl_http_op(const fl_http_conn_t *c);
+int fl_http_resp_status_of(const fl_http_conn_t *c);
 /* Remote address "ip:port" of the peer. */
 const char *fl_http_peer(const fl_http_conn_t *c);
 /* A per-request id (16 hex chars), also sent as x-amz-request-id by the S3 layer. */

@@ -3,7 +3,12 @@
  * query, then "name:value" headers (names lower-cased here, as the HTTP parser
  * does). Flag bit 0: no query at all; bit 1: also sign the request with our
  * signer and verify the result (exercises the success path); bit 2: verify
- * with a body hash. The verifier must never crash or leak; its answer is free. */
+ * with a body hash; bit 3: an OSS4 resource from the caller (tables flavour)
+ * and the "s3" service for the extra canonical request. Authorization headers
+ * and query parameters of every dialect (AWS4-HMAC-SHA256, OSS4-HMAC-SHA256,
+ * OSS V1 "OSS akid:sig" and OSSAccessKeyId/Expires/Signature)
+ * reach the one verifier. The verifier must never crash or leak; its answer
+ * is free. */
 #include "auth/sigv4.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,7 +70,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .raw_query_len = (nl > 2 && !(flags & 1)) ? lens[2] : 0,
         .headers = h, .nheaders = nh,
     };
-    fl_sigv4_cfg_t cfg = { lookup, NULL, services, 1369353600 + (int64_t)(flags >> 4) * 400, NULL };
+    static const char *const products[] = { "oss", "osstables", NULL };
+    fl_sigv4_cfg_t cfg = { .lookup = lookup, .services = services, .oss_products = products,
+                           .now = 1369353600 + (int64_t)(flags >> 4) * 400 };
+    if (flags & 8) { /* OSS4 tables flavour: the resource comes from the caller */
+        cfg.oss_resource = "/acs:osstables:us-east-1:1:bucket/b/tables/x";
+        cfg.oss_resource_len = strlen(cfg.oss_resource);
+    }
     fl_sigv4_auth_t auth;
     fl_sigv4_error_t err;
     (void)fl_sigv4_present(&r);

@@ -101,7 +101,9 @@ class FloeServer:
                 pytest.fail("floe exited with %s during start\n%s" % (self.proc.returncode, self.tail()))
             try:
                 with urllib.request.urlopen(self.endpoint + "/health", timeout=1) as r:
+                    # the catalog port starts listening after the data plane's
                     if r.status == 200:
+                        socket.create_connection(("127.0.0.1", self.catalog_port), timeout=1).close()
                         return self
             except Exception as e:  # noqa: BLE001 - keep polling
                 last = e

@@ -9,7 +9,9 @@
   - a writer appending (floe append) while the server compacts never sees a failed commit and
     every row is there exactly once;
   - `floe maintenance status|history` show the server's record; /metrics counts the runs;
-  - SIGTERM stops the server cleanly with the scheduler running."""
+  - SIGTERM stops the server cleanly with the scheduler running;
+  - a format-version 3 table is compacted by the server too, every row keeping its _row_id and
+    _last_updated_sequence_number in the rewritten files."""
 import datetime as dt
 import json
 import threading
@@ -233,3 +235,57 @@ def test_writer_racing_the_server_never_fails(setup):
     assert ids(cat.load_table(ident)) == list(range(n * per))
     assert job_status(s3t, arn, ns, "ev")["icebergCompaction"]["status"] == "Successful"
     assert srv.stop() == 0, srv.tail()
+
+
+def test_server_compacts_v3_table_keeping_row_ids(maint_server):
+    """A format-version 3 table streamed by `floe append`: the server compacts it by itself
+    (it refused v3 before), and the rewritten Parquet files carry every row's _row_id and
+    _last_updated_sequence_number (read back with pyarrow) exactly as inheritance gave them
+    before: unpartitioned, rows appended in id order, so row id == id; the sequence number is
+    that of the append that wrote the row."""
+    import pyarrow.parquet as pq
+    from rest_fixtures import RestRaw
+    srv = maint_server
+    s3t = s3tables_client(srv)
+    arn = s3t.create_table_bucket(name="maint-%s" % unique("v").replace("_", "-"))["arn"]
+    cat = load_rest_catalog(srv, arn)
+    ns = unique("m3")
+    cat.create_namespace(ns)
+    raw = RestRaw(srv, arn)
+    body = {"name": "ev", "properties": {"format-version": "3"},
+            "schema": json.loads(SCHEMA.model_dump_json()), "partition-spec": {"spec-id": 0, "fields": []}}
+    r = raw.request("POST", raw.p("namespaces/%s/tables" % ns), body)
+    assert r.status_code == 200, r.text
+    ident = "%s.ev" % ns
+    set_compaction(s3t, arn, ns, "ev", "disabled")
+    n, per = 6, 25
+    for k in range(n):
+        floe_append(srv, arn, ident, k * per, per)
+
+    def md():
+        r = raw.load_table(ns, "ev")
+        assert r.status_code == 200, r.text
+        return r.json()["metadata"]
+    m = md()
+    assert m["format-version"] == 3 and m["next-row-id"] == n * per
+    seq_of = {}
+    for s in m["snapshots"]:
+        for i in range(s["first-row-id"], s["first-row-id"] + s["added-rows"]):
+            seq_of[i] = s["sequence-number"]
+    set_compaction(s3t, arn, ns, "ev", "enabled")
+    wait_for(lambda: md()["snapshots"][-1]["summary"]["operation"] == "replace", "the server's compaction (v3)")
+    m = md()
+    last = m["snapshots"][-1]
+    assert last["first-row-id"] == n * per and m["next-row-id"] == n * per + last["added-rows"]
+    t = cat.load_table(ident)
+    assert ids(t) == list(range(n * per))
+    tasks = list(t.scan().plan_files())
+    assert len(tasks) == 1
+    got = {}
+    for task in tasks:
+        f = pq.read_table(pa.BufferReader(t.io.new_input(task.file.file_path).open().read()))
+        assert "_row_id" in f.column_names and "_last_updated_sequence_number" in f.column_names, f.schema
+        for i, rid, seq in zip(f["id"].to_pylist(), f["_row_id"].to_pylist(),
+                               f["_last_updated_sequence_number"].to_pylist()):
+            got[i] = (rid, seq)
+    assert got == {i: (i, seq_of[i]) for i in range(n * per)}

@@ -148,13 +148,13 @@ def sql(spark, text):
     return spark.sql(text).collect()
 
 
-def create_events(spark, ns, name, mode="copy-on-write"):
+def create_events(spark, ns, name, mode="copy-on-write", version=2):
     ident = "%s.%s.%s" % (CAT, ns, name)
     sql(spark, """CREATE TABLE %s (id BIGINT NOT NULL, ts TIMESTAMP, category STRING, amount DECIMAL(10,2),
                                   score INT)
                   USING iceberg PARTITIONED BY (days(ts), category)
-                  TBLPROPERTIES ('format-version'='2', 'write.delete.mode'='%s', 'write.update.mode'='%s',
-                                 'write.merge.mode'='%s')""" % (ident, mode, mode, mode))
+                  TBLPROPERTIES ('format-version'='%d', 'write.delete.mode'='%s', 'write.update.mode'='%s',
+                                 'write.merge.mode'='%s')""" % (ident, version, mode, mode, mode))
     return ident
 
 

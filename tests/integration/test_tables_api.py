@@ -526,7 +526,21 @@ def test_bucket_policy(s3t, tbucket):
 @pytest.mark.parametrize("policy", ["not json", "[1,2]", '{"Statement": []}', '{"Version": "2012-10-17"}',
                                     '{"Version": "2012-10-17", "Statement": [{"Effect": "Maybe"}]}',
                                     json.dumps({"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
-                                                "Sid": "x" * 21000}]})])
+                                                "Sid": "x" * 21000}]}),
+                                    # refused by the policy engine when stored (auth/policy.c)
+                                    json.dumps({"Version": "2012-10-17", "Statement": [{
+                                        "Effect": "Allow", "Action": "s3tables:GetTable", "Resource": "*"}]}),
+                                    json.dumps({"Version": "2012-10-17", "Statement": [{
+                                        "Effect": "Allow", "Principal": "*", "Action": "GetTable", "Resource": "*"}]}),
+                                    json.dumps({"Version": "2012-10-17", "Statement": [{
+                                        "Effect": "Allow", "Principal": "*", "Action": "s3tables:GetTable",
+                                        "Resource": "*", "Condition": {"StringMaybe": {"aws:username": "a"}}}]}),
+                                    json.dumps({"Version": "2012-10-17", "Statement": [{
+                                        "Effect": "Allow", "Principal": "*", "Action": "s3tables:GetTable",
+                                        "Resource": "*", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/40"}}}]}),
+                                    json.dumps({"Version": "2012-10-17", "Statement": [{
+                                        "Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": "s3tables:*",
+                                        "Resource": "*"}]})])
 def test_bucket_policy_invalid(s3t, tbucket, policy):
     code, status, _ = client_error(s3t.put_table_bucket_policy, tableBucketARN=tbucket, resourcePolicy=policy)
     assert (code, status) == ("BadRequestException", 400)

@@ -247,12 +247,12 @@ FL_TEST(append_v3_row_lineage)
     CHECK_EQ(mfs[1].added_snapshot_id, sa);
     CHECK(mfs[1].has_first_row_id);
     CHECK_EQ(mfs[1].first_row_id, 0);
-    /* the new manifest's data files leave first_row_id null */
+    /* the new manifest's data files leave first_row_id null (read without the list record) ... */
     int mi = find_obj(t, mfs[0].manifest_path);
     REQUIRE(mi >= 0);
     fl_manifest_entry_t *en = NULL;
     size_t ne = 0;
-    REQUIRE(fl_manifest_read(fl_slice(t->objs[mi].data.ptr, t->objs[mi].data.len), &mfs[0], &en, &ne, err,
+    REQUIRE(fl_manifest_read(fl_slice(t->objs[mi].data.ptr, t->objs[mi].data.len), NULL, &en, &ne, err,
                              sizeof err) == FL_OK);
     CHECK(ne >= 2);
     int64_t sum = 0;
@@ -261,6 +261,17 @@ FL_TEST(append_v3_row_lineage)
         sum += en[k].file.record_count;
     }
     CHECK_EQ(sum, 250);
+    fl_manifest_entries_free(en, ne);
+    /* ... and inherit it from the manifest's first_row_id, file after file, when read through the list */
+    REQUIRE(fl_manifest_read(fl_slice(t->objs[mi].data.ptr, t->objs[mi].data.len), &mfs[0], &en, &ne, err,
+                             sizeof err) == FL_OK);
+    int64_t next = 1000;
+    for (size_t k = 0; k < ne; k++) {
+        CHECK(en[k].file.has_first_row_id);
+        CHECK_EQ(en[k].file.first_row_id, next);
+        next += en[k].file.record_count;
+    }
+    CHECK_EQ(next, 1250);
     fl_manifest_entries_free(en, ne);
     fl_manifest_files_free(mfs, n);
 

@@ -81,7 +81,7 @@ static int64_t T(const char *amz) { return fl_time_parse_amz(amz, 16); }
 
 static fl_sigv4_cfg_t cfg_at(int64_t now, const char *wrong_secret)
 {
-    return (fl_sigv4_cfg_t){ lookup, (void *)wrong_secret, all_services, now, NULL };
+    return (fl_sigv4_cfg_t){ .lookup = lookup, .lookup_ud = (void *)wrong_secret, .services = all_services, .now = now };
 }
 
 static void creq_hash(const fl_sigv4_req_t *r, const char *service, const char *sh,

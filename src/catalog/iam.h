@@ -1,0 +1,114 @@
+/* Identities and authorisation: who signed a request (an account's root, a
+ * user, or an AssumeRole session) and whether the policies in force let it
+ * do one action on one resource.
+ *
+ * Secrets of users' and sessions' access keys are stored sealed (AES-256-GCM
+ * under DATA_DIR/iam-master-key, mode 0600, made on first start); the root
+ * key pair stays auth/keys.h's. Session credentials also need their session
+ * token (x-amz-security-token), whose SHA-256 is kept, never the token.
+ * Thread-safe after fl_iam_open; calls block on the catalog store. */
+#ifndef FL_CATALOG_IAM_H
+#define FL_CATALOG_IAM_H
+#include <stdbool.h>
+#include "auth/arn.h"
+#include "auth/keys.h"
+#include "auth/policy.h"
+#include "meta/catalog.h"
+
+typedef struct fl_iam fl_iam_t;
+
+/* root: the root account's key pair (borrowed, outlives the handle);
+ * account: its account id. NULL on failure (logged). Main thread. */
+fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *root, const char *account);
+void fl_iam_close(fl_iam_t *iam);
+
+/* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active,
+ * unexpired user or session key. Any thread. */
+bool fl_iam_lookup(void *ud, const char *akid, char *secret_out);
+
+/* The caller behind a verified access key. */
+typedef struct fl_iam_who {
+    char akid[64];
+    char account[40];
+    char kind[8];                 /* "root", "user", "session" */
+    char name[128];               /* user or role name */
+    char arn[FL_ARN_MAX];         /* GetCallerIdentity's Arn (assumed-role/R/S for sessions) */
+    char principal_arn[FL_ARN_MAX]; /* aws:PrincipalArn: root, user or role ARN */
+    char session_name[72];
+    char *session_policy;         /* owned; NULL when none */
+    bool root;
+} fl_iam_who_t;
+
+/* Identifies the owner of akid (already verified by SigV4); token is the
+ * request's x-amz-security-token (NULL if none). FL_ERR_AUTH with a message
+ * in msg (128 bytes) when the key is unknown, inactive or expired, or the
+ * token is missing, wrong, or given for a long-term key. Records the key's
+ * last use. */
+fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_iam_who_t *who, char *msg);
+void fl_iam_who_free(fl_iam_who_t *who);
+
+/* One question: may who do ctx->action on ctx->resource, owned by
+ * resource_account, with these resource policies (JSON texts, NULLs skipped)?
+ * ctx's principal fields are filled here from who. Identity policies (the
+ * user's or role's inline policies, the session policy) are read from the
+ * catalog store. out as fl_authz_decide's. */
+void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *ctx, const char *resource_account,
+                      const char *const *resource_policies, size_t n, fl_authz_out_t *out);
+
+/* What one check is about: a table bucket and optionally a table in it, or
+ * another resource (an S3 bucket or object) by ARN. */
+typedef struct fl_iam_target {
+    const fl_tbucket_t *bucket;   /* its owner, ARN and resource policy; NULL: resource/owner below */
+    const fl_table_t *table;      /* the table (its ARN and policy); NULL: bucket-level or not (yet) there */
+    const char *ns, *name;        /* s3tables:namespace / tableName when table is NULL (NULL: absent) */
+    bool table_level;             /* a table's action: without a table the resource is "{bucket}/table/(any)" */
+    const char *resource;         /* without a bucket: the ARN ("*" when NULL) */
+    const char *owner;            /* without a bucket: the owning account (NULL: the root account) */
+} fl_iam_target_t;
+
+/* May who do every one of actions ("s3tables:GetTableData", ...) on tg? The
+ * bucket's and table's resource policies are read from the catalog store and
+ * take part; source_ip is fl_http_peer's "ip:port". On a denial the audit line is written and msg (msglen bytes,
+ * may be NULL) gets AWS's "User: ... is not authorized to perform: ..." text.
+ * Any thread; blocks on the catalog store. */
+bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
+                  const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen);
+
+/* aws:SourceIp of a peer "ip:port" / "[v6]:port" (fl_http_peer): the address
+ * alone, in out; NULL when peer is NULL or odd. */
+const char *fl_iam_source_ip(const char *peer, char out[64]);
+
+/* Writes one audit line: "audit " + a JSON object {time_ms, decision ("allow",
+ * "deny", "write"), principal, account, access_key, action, resource, reason,
+ * statement, policy, detail}. who NULL = anonymous; o and detail may be NULL.
+ * Secrets are never passed here. Any thread. */
+void fl_iam_audit(const fl_iam_who_t *who, const char *decision, const char *action, const char *resource,
+                  const fl_authz_out_t *o, const char *detail);
+
+/* AssumeRole's authorisation: may who assume role (its trust policy in
+ * role->doc)? The trust policy must allow sts:AssumeRole for who, and the
+ * usual rules hold (across accounts who's identity policies must allow it
+ * too; an explicit Deny anywhere wins). Denials are audited; msg as
+ * fl_iam_check's. Any thread. */
+bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_principal_t *role, const char *source_ip,
+                       char *msg, size_t msglen);
+
+/* Mints AssumeRole credentials for role (account, name) lasting duration_s:
+ * stores the session key (sealed secret, SHA-256 of the token, expiry,
+ * session name and policy) and returns the plain secret (128 bytes) and
+ * session token (256 bytes) for the one answer that shows them. */
+fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const char *session_name,
+                            const char *session_policy, int64_t duration_s, fl_iam_key_t *k, char *secret_out,
+                            char *token_out);
+
+/* Seals a secret for storage (out: 256 bytes) / opens it (out: 128 bytes). */
+fl_err_t fl_iam_seal(fl_iam_t *iam, const char *secret, char *out);
+fl_err_t fl_iam_unseal(fl_iam_t *iam, const char *sealed, char *out);
+
+/* A new access key for (account, kind, name): fills k (akid, sealed secret)
+ * and the plain secret (128 bytes) for the one answer that shows it. */
+fl_err_t fl_iam_new_key(fl_iam_t *iam, const char *account, const char *kind, const char *name, fl_iam_key_t *k,
+                        char *secret_out);
+fl_catalog_t *fl_iam_catalog(fl_iam_t *iam);
+const char *fl_iam_root_account(const fl_iam_t *iam);
+#endif

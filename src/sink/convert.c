@@ -1,0 +1,545 @@
+/* Record conversion and type inference (see convert.h). */
+#include "sink/convert.h"
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "base/buf.h"
+#include "base/limits.h"
+#include "base/mem.h"
+
+#define TS_LOGICAL "org.apache.kafka.connect.data.Timestamp"
+#define DATE_LOGICAL "org.apache.kafka.connect.data.Date"
+#define TIME_LOGICAL "org.apache.kafka.connect.data.Time"
+#define DECIMAL_LOGICAL "org.apache.kafka.connect.data.Decimal"
+
+fl_err_t fl_sink_parse_value(const void *p, size_t n, bool schemas_enable, json_t **root, json_t **value,
+                             json_t **schema, char *err, size_t errlen)
+{
+    *root = *value = *schema = NULL;
+    if (!p) return FL_OK;
+    json_error_t je;
+    json_t *j = json_loadb(p, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!j) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value is not JSON: %s (at byte %d)", je.text, je.position);
+    if (schemas_enable) {
+        json_t *s = json_object_get(j, "schema"), *pl = json_object_get(j, "payload");
+        if (!json_is_object(j) || !pl || json_object_size(j) != 2 || !s) {
+            json_decref(j);
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "JsonConverter with schemas.enable requires \"schema\" and "
+                              "\"payload\" fields and may not contain additional fields (set "
+                              "value.converter.schemas.enable=false for plain JSON)");
+        }
+        *schema = json_is_object(s) ? s : NULL;
+        *value = json_is_null(pl) ? NULL : pl;
+    } else {
+        *value = json_is_null(j) ? NULL : j;
+    }
+    if (*value && !json_is_object(*value)) {
+        json_decref(j);
+        *value = *schema = NULL;
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value is not a JSON object (a struct or map is needed)");
+    }
+    *root = j;
+    return FL_OK;
+}
+
+/* ---- helpers over Connect schemas ---- */
+
+static const char *cs_type(json_t *s) { return json_string_value(json_object_get(s, "type")); }
+static const char *cs_name(json_t *s) { return json_string_value(json_object_get(s, "name")); }
+
+static json_t *cs_field(json_t *s, const char *name)
+{
+    size_t i;
+    json_t *f;
+    json_array_foreach(json_object_get(s, "fields"), i, f) {
+        const char *n = json_string_value(json_object_get(f, "field"));
+        if (n && !strcmp(n, name)) return f;
+    }
+    return NULL;
+}
+
+/* The object member for column name (case-insensitive when asked). */
+static json_t *member(json_t *obj, const char *name, bool ci, const char **key)
+{
+    json_t *v = json_object_get(obj, name);
+    if (v || !ci) {
+        if (key) *key = name;
+        return v;
+    }
+    const char *k;
+    json_t *x;
+    json_object_foreach(obj, k, x)
+        if (!strcasecmp(k, name)) {
+            if (key) *key = k;
+            return x;
+        }
+    return NULL;
+}
+
+static const fl_field_t *column(const fl_field_t *st, const char *name, bool ci)
+{
+    for (uint32_t i = 0; i < st->n_children; i++)
+        if (ci ? !strcasecmp(st->children[i].name, name) : !strcmp(st->children[i].name, name))
+            return &st->children[i];
+    return NULL;
+}
+
+static fl_err_t bad(char *err, size_t errlen, const char *path, const char *fmt, const char *what)
+{
+    return fl_err_fmt(err, errlen, FL_ERR_INVALID, "field %s: %s%s", path, fmt, what ? what : "");
+}
+
+/* A numeric string as a JSON number (integer when it is one). */
+static json_t *parse_number(const char *s, bool want_int)
+{
+    char *end;
+    errno = 0;
+    while (isspace((unsigned char)*s)) s++;
+    long long i = strtoll(s, &end, 10);
+    if (!errno && end != s && !*end) return json_integer(i);
+    if (want_int) return NULL;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (!errno && end != s && !*end) return json_real(d);
+    return NULL;
+}
+
+/* Decimal bytes (base64 of the big-endian two's-complement unscaled value). */
+static json_t *decimal_from_base64(const char *b64, int scale)
+{
+    unsigned char raw[64];
+    long n = fl_base64_decode(b64, strlen(b64), raw, sizeof raw);
+    if (n <= 0 || n > 16) return NULL;
+    __int128 x = (raw[0] & 0x80) ? -1 : 0;
+    for (long i = 0; i < n; i++) x = (__int128)(((unsigned __int128)x << 8) | raw[i]);
+    bool neg = x < 0;
+    unsigned __int128 u = neg ? (unsigned __int128)(-(x + 1)) + 1 : (unsigned __int128)x;
+    char digits[64];
+    int nd = 0;
+    do { digits[nd++] = (char)('0' + (int)(u % 10)); u /= 10; } while (u);
+    while (nd <= scale) digits[nd++] = '0';
+    char out[72];
+    int o = 0;
+    if (neg) out[o++] = '-';
+    for (int i = nd - 1; i >= 0; i--) {
+        out[o++] = digits[i];
+        if (i == scale && scale > 0) out[o++] = '.';
+    }
+    out[o] = 0;
+    return json_string(out);
+}
+
+static fl_err_t conv(const fl_field_t *f, json_t *v, json_t *s, bool ci, const char *path, json_t **out,
+                     json_t *missing, char *err, size_t errlen);
+
+static fl_err_t conv_struct(const fl_field_t *st, json_t *v, json_t *s, bool ci, const char *path, json_t **out,
+                            json_t *missing, char *err, size_t errlen)
+{
+    if (!json_is_object(v)) return bad(err, errlen, path, "expected an object", NULL);
+    json_t *o = json_object();
+    fl_buf_t sub;
+    fl_buf_init(&sub, 0);
+    fl_err_t e = FL_OK;
+    for (uint32_t i = 0; i < st->n_children; i++) {
+        const fl_field_t *c = &st->children[i];
+        const char *key = NULL;
+        json_t *x = member(v, c->name, ci, &key);
+        if (!x || json_is_null(x)) continue;
+        fl_buf_reset(&sub);
+        fl_buf_printf(&sub, "%s%s%s", path, *path ? "." : "", c->name);
+        json_t *y = NULL;
+        if ((e = conv(c, x, s ? cs_field(s, key) : NULL, ci, sub.ptr, &y, missing, err, errlen)))
+            goto out;
+        if (y) json_object_set_new(o, c->name, y);
+    }
+    if (missing) {
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            if (json_is_null(x) || column(st, k, ci)) continue;
+            fl_buf_reset(&sub);
+            fl_buf_printf(&sub, "%s%s%s", path, *path ? "." : "", k);
+            json_array_append_new(missing, json_string(sub.ptr));
+        }
+    }
+out:
+    fl_buf_free(&sub);
+    if (e) json_decref(o);
+    else *out = o;
+    return e;
+}
+
+/* Strips a trailing zone offset (Z, +hh:mm, +hhmm, -hh) after the time. */
+static json_t *strip_offset(const char *s)
+{
+    size_t n = strlen(s);
+    const char *t = strpbrk(s, "T ");
+    if (!t) return json_string(s);
+    size_t cut = n;
+    for (size_t i = (size_t)(t - s) + 1; i < n; i++)
+        if (s[i] == 'Z' || s[i] == 'z' || s[i] == '+' || s[i] == '-') { cut = i; break; }
+    return json_stringn(s, cut);
+}
+
+static fl_err_t conv(const fl_field_t *f, json_t *v, json_t *s, bool ci, const char *path, json_t **out,
+                     json_t *missing, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!v || json_is_null(v)) return FL_OK;
+    const char *lname = s ? cs_name(s) : NULL;
+    switch (f->kind) {
+    case FL_TYPE_BOOLEAN:
+        if (json_is_boolean(v)) { *out = json_incref(v); return FL_OK; }
+        if (json_is_string(v)) { *out = json_boolean(!strcasecmp(json_string_value(v), "true")); return FL_OK; }
+        return bad(err, errlen, path, "expected a boolean", NULL);
+    case FL_TYPE_INT: case FL_TYPE_LONG:
+        if (json_is_integer(v)) { *out = json_incref(v); return FL_OK; }
+        if (json_is_real(v)) {
+            double d = json_real_value(v);
+            if (!isfinite(d) || d < -9.2e18 || d > 9.2e18) return bad(err, errlen, path, "number out of range", NULL);
+            *out = json_integer((json_int_t)d);
+            return FL_OK;
+        }
+        if (json_is_string(v) && (*out = parse_number(json_string_value(v), true))) return FL_OK;
+        return bad(err, errlen, path, "expected an integer", NULL);
+    case FL_TYPE_FLOAT: case FL_TYPE_DOUBLE:
+        if (json_is_number(v)) { *out = json_real(json_number_value(v)); return FL_OK; }
+        if (json_is_string(v)) {
+            const char *x = json_string_value(v);
+            if (!strcmp(x, "NaN") || !strcmp(x, "Infinity") || !strcmp(x, "-Infinity")) { *out = json_incref(v); return FL_OK; }
+            json_t *n = parse_number(x, false);
+            if (n) { *out = json_real(json_number_value(n)); json_decref(n); return FL_OK; }
+        }
+        return bad(err, errlen, path, "expected a number", NULL);
+    case FL_TYPE_DECIMAL:
+        if (lname && !strcmp(lname, DECIMAL_LOGICAL) && json_is_string(v)) {
+            const char *sc = json_string_value(json_object_get(json_object_get(s, "parameters"), "scale"));
+            if ((*out = decimal_from_base64(json_string_value(v), sc ? atoi(sc) : 0))) return FL_OK;
+            return bad(err, errlen, path, "not Connect decimal bytes", NULL);
+        }
+        if (json_is_number(v) || json_is_string(v)) { *out = json_incref(v); return FL_OK; }
+        return bad(err, errlen, path, "expected a decimal", NULL);
+    case FL_TYPE_DATE:
+        if (json_is_integer(v) || json_is_string(v)) { *out = json_incref(v); return FL_OK; }
+        return bad(err, errlen, path, "expected a date (days or yyyy-mm-dd)", NULL);
+    case FL_TYPE_TIME:
+        if (json_is_integer(v)) { *out = json_integer(json_integer_value(v) * 1000); return FL_OK; } /* millis */
+        if (json_is_string(v)) { *out = json_incref(v); return FL_OK; }
+        return bad(err, errlen, path, "expected a time (millis of the day or hh:mm:ss)", NULL);
+    case FL_TYPE_TIMESTAMP: case FL_TYPE_TIMESTAMPTZ: case FL_TYPE_TIMESTAMP_NS: case FL_TYPE_TIMESTAMPTZ_NS: {
+        int64_t unit = (f->kind == FL_TYPE_TIMESTAMP_NS || f->kind == FL_TYPE_TIMESTAMPTZ_NS) ? 1000000 : 1000;
+        if (json_is_integer(v)) {
+            json_int_t ms = json_integer_value(v);
+            if (ms > INT64_MAX / unit || ms < INT64_MIN / unit) return bad(err, errlen, path, "timestamp out of range", NULL);
+            *out = json_integer(ms * unit);   /* epoch millis, as the sink */
+            return FL_OK;
+        }
+        if (json_is_real(v)) {
+            double d = json_real_value(v) * (double)unit;
+            if (!isfinite(d) || fabs(d) > 9.2e18) return bad(err, errlen, path, "timestamp out of range", NULL);
+            *out = json_integer((json_int_t)d);
+            return FL_OK;
+        }
+        if (json_is_string(v)) {
+            bool tz = f->kind == FL_TYPE_TIMESTAMPTZ || f->kind == FL_TYPE_TIMESTAMPTZ_NS;
+            *out = tz ? json_incref(v) : strip_offset(json_string_value(v));
+            return FL_OK;
+        }
+        return bad(err, errlen, path, "expected a timestamp (epoch millis or ISO-8601)", NULL);
+    }
+    case FL_TYPE_STRING:
+        if (json_is_string(v)) { *out = json_incref(v); return FL_OK; }
+        {
+            char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+            *out = json_string(t ? t : "");
+            free(t);
+        }
+        return FL_OK;
+    case FL_TYPE_UUID:
+        if (json_is_string(v)) { *out = json_incref(v); return FL_OK; }
+        return bad(err, errlen, path, "expected a uuid string", NULL);
+    case FL_TYPE_FIXED: case FL_TYPE_BINARY: {
+        if (!json_is_string(v)) return bad(err, errlen, path, "expected base64 bytes", NULL);
+        const char *b = json_string_value(v);
+        size_t n = json_string_length(v);
+        if (n > FL_SINK_MAX_VALUE_BYTES) return bad(err, errlen, path, "value too large", NULL);
+        unsigned char *raw = fl_malloc(n / 4 * 3 + 4);
+        long m = fl_base64_decode(b, n, raw, n / 4 * 3 + 4);
+        if (m < 0) { free(raw); return bad(err, errlen, path, "not base64", NULL); }
+        char *hex = fl_malloc((size_t)m * 2 + 1);
+        fl_hex(raw, (size_t)m, hex);
+        hex[m * 2] = 0;
+        *out = json_string(hex);
+        free(raw);
+        free(hex);
+        return FL_OK;
+    }
+    case FL_TYPE_STRUCT:
+        return conv_struct(f, v, s, ci, path, out, missing, err, errlen);
+    case FL_TYPE_LIST: {
+        if (!json_is_array(v)) return bad(err, errlen, path, "expected an array", NULL);
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            json_t *y = NULL;
+            fl_err_t e = conv(&f->children[0], x, s ? json_object_get(s, "items") : NULL, ci, path, &y, NULL, err, errlen);
+            if (e) { json_decref(a); return e; }
+            json_array_append_new(a, y ? y : json_null());
+        }
+        *out = a;
+        return FL_OK;
+    }
+    case FL_TYPE_MAP: {
+        json_t *a = json_array();
+        const fl_field_t *kf = &f->children[0], *vf = &f->children[1];
+        json_t *ks = s ? json_object_get(s, "keys") : NULL, *vs = s ? json_object_get(s, "values") : NULL;
+        fl_err_t e = FL_OK;
+        if (json_is_object(v)) {
+            const char *k;
+            json_t *x;
+            json_object_foreach(v, k, x) {
+                json_t *kj = json_string(k), *ky = NULL, *vy = NULL;
+                e = conv(kf, kj, ks, ci, path, &ky, NULL, err, errlen);
+                json_decref(kj);
+                if (e || (e = conv(vf, x, vs, ci, path, &vy, NULL, err, errlen))) { json_decref(ky); break; }
+                json_array_append_new(a, json_pack("{s:o,s:o}", "key", ky ? ky : json_null(), "value", vy ? vy : json_null()));
+            }
+        } else if (json_is_array(v)) {
+            /* Connect's JsonConverter writes maps with non-string keys as [[k, v], ...] */
+            size_t i;
+            json_t *x;
+            json_array_foreach(v, i, x) {
+                if (!json_is_array(x) || json_array_size(x) != 2) { e = bad(err, errlen, path, "map entries must be [key, value]", NULL); break; }
+                json_t *ky = NULL, *vy = NULL;
+                if ((e = conv(kf, json_array_get(x, 0), ks, ci, path, &ky, NULL, err, errlen))) break;
+                if ((e = conv(vf, json_array_get(x, 1), vs, ci, path, &vy, NULL, err, errlen))) { json_decref(ky); break; }
+                json_array_append_new(a, json_pack("{s:o,s:o}", "key", ky ? ky : json_null(), "value", vy ? vy : json_null()));
+            }
+        } else {
+            e = bad(err, errlen, path, "expected an object", NULL);
+        }
+        if (e) { json_decref(a); return e; }
+        *out = a;
+        return FL_OK;
+    }
+    }
+    return bad(err, errlen, path, "unsupported column type", NULL);
+}
+
+fl_err_t fl_sink_convert(const fl_field_t *root, json_t *value, json_t *schema, bool case_insensitive,
+                         json_t **out, json_t *missing, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!json_is_object(value)) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "record is not an object");
+    return conv_struct(root, value, schema, case_insensitive, "", out, missing, err, errlen);
+}
+
+const char *fl_sink_route_value(json_t *value, const char *path, bool lower, char *buf, size_t n)
+{
+    json_t *v = value;
+    const char *p = path;
+    while (v && *p) {
+        const char *dot = strchr(p, '.');
+        size_t m = dot ? (size_t)(dot - p) : strlen(p);
+        char key[256];
+        if (m >= sizeof key) return NULL;
+        memcpy(key, p, m);
+        key[m] = 0;
+        v = json_is_object(v) ? json_object_get(v, key) : NULL;
+        p = dot ? dot + 1 : p + m;
+    }
+    const char *s = NULL;
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+    } else if (json_is_integer(v)) {
+        snprintf(buf, n, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        s = buf;
+    } else if (json_is_real(v)) {
+        snprintf(buf, n, "%.17g", json_real_value(v));
+        s = buf;
+    } else if (json_is_boolean(v)) {
+        s = json_is_true(v) ? "true" : "false";
+    }
+    if (!s || !lower) return s;
+    if (s != buf) fl_strlcpy(buf, s, n);
+    for (char *c = buf; *c; c++) *c = (char)tolower((unsigned char)*c);
+    return buf;
+}
+
+/* ---- inference ---- */
+
+static json_t *infer_struct(json_t *value, json_t *schema, bool force_optional, int *next_id);
+
+static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *next_id)
+{
+    const char *t = cs_type(s), *n = cs_name(s);
+    if (!t) return NULL;
+    if (n && !strcmp(n, DECIMAL_LOGICAL)) {
+        const char *sc = json_string_value(json_object_get(json_object_get(s, "parameters"), "scale"));
+        char b[40];
+        snprintf(b, sizeof b, "decimal(38, %d)", sc ? atoi(sc) : 0);
+        return json_string(b);
+    }
+    if (n && !strcmp(n, TS_LOGICAL)) return json_string("timestamptz");
+    if (n && !strcmp(n, DATE_LOGICAL)) return json_string("date");
+    if (n && !strcmp(n, TIME_LOGICAL)) return json_string("time");
+    if (!strcmp(t, "boolean")) return json_string("boolean");
+    if (!strcmp(t, "int8") || !strcmp(t, "int16") || !strcmp(t, "int32")) return json_string("int");
+    if (!strcmp(t, "int64")) return json_string("long");
+    if (!strcmp(t, "float")) return json_string("float");
+    if (!strcmp(t, "double")) return json_string("double");
+    if (!strcmp(t, "bytes")) return json_string("binary");
+    if (!strcmp(t, "string")) return json_string("string");
+    if (!strcmp(t, "struct")) return infer_struct(value, s, force_optional, next_id);
+    if (!strcmp(t, "array")) {
+        int id = (*next_id)++;
+        json_t *items = json_object_get(s, "items");
+        json_t *et = from_connect(items, json_array_get(value, 0), force_optional, next_id);
+        if (!et) return NULL;
+        bool opt = force_optional || json_is_true(json_object_get(items, "optional"));
+        return json_pack("{s:s,s:i,s:o,s:b}", "type", "list", "element-id", id, "element", et, "element-required", !opt);
+    }
+    if (!strcmp(t, "map")) {
+        int kid = (*next_id)++, vid = (*next_id)++;
+        json_t *vs = json_object_get(s, "values");
+        json_t *kt = from_connect(json_object_get(s, "keys"), NULL, force_optional, next_id);
+        json_t *vt = from_connect(vs, NULL, force_optional, next_id);
+        if (!kt || !vt) { json_decref(kt); json_decref(vt); return NULL; }
+        bool opt = force_optional || json_is_true(json_object_get(vs, "optional"));
+        return json_pack("{s:s,s:i,s:o,s:i,s:o,s:b}", "type", "map", "key-id", kid, "key", kt, "value-id", vid,
+                         "value", vt, "value-required", !opt);
+    }
+    return json_string("string");
+}
+
+json_t *fl_sink_infer_type(json_t *value, json_t *schema, bool force_optional, int *next_id)
+{
+    if (schema) return from_connect(schema, value, force_optional, next_id);
+    if (!value || json_is_null(value)) return NULL;
+    if (json_is_string(value)) return json_string("string");
+    if (json_is_boolean(value)) return json_string("boolean");
+    if (json_is_integer(value)) return json_string("long");
+    if (json_is_real(value)) return json_string("double");
+    if (json_is_object(value)) {
+        if (!json_object_size(value)) return NULL;
+        return infer_struct(value, NULL, true, next_id);
+    }
+    if (json_is_array(value)) {
+        if (!json_array_size(value)) return NULL;
+        int id = (*next_id)++;
+        json_t *et = fl_sink_infer_type(json_array_get(value, 0), NULL, force_optional, next_id);
+        if (!et) return NULL;
+        return json_pack("{s:s,s:i,s:o,s:b}", "type", "list", "element-id", id, "element", et, "element-required", 0);
+    }
+    return NULL;
+}
+
+/* A struct type: with a Connect schema its fields in order, else the value's
+ * members (optional, as the sink makes them for maps). Ids: the fields of one
+ * level first, then their children (Iceberg's usual numbering). */
+static json_t *infer_struct(json_t *value, json_t *schema, bool force_optional, int *next_id)
+{
+    json_t *fields = json_array();
+    json_t *names = json_array(), *subs = json_array();
+    if (schema) {
+        size_t i;
+        json_t *f;
+        json_array_foreach(json_object_get(schema, "fields"), i, f) {
+            const char *n = json_string_value(json_object_get(f, "field"));
+            if (n) { json_array_append_new(names, json_string(n)); json_array_append(subs, f); }
+        }
+    } else {
+        const char *k;
+        json_t *v;
+        json_object_foreach(value, k, v) {
+            if (json_is_null(v)) continue;
+            json_array_append_new(names, json_string(k));
+            json_array_append_new(subs, json_null());
+        }
+    }
+    int first = *next_id;
+    *next_id += (int)json_array_size(names);
+    for (size_t i = 0; i < json_array_size(names); i++) {
+        const char *n = json_string_value(json_array_get(names, i));
+        json_t *fs = json_array_get(subs, i);
+        json_t *fv = json_is_object(value) ? json_object_get(value, n) : NULL;
+        json_t *t = schema ? from_connect(fs, fv, force_optional, next_id) : fl_sink_infer_type(fv, NULL, force_optional, next_id);
+        if (!t) continue;
+        bool opt = !schema || force_optional || json_is_true(json_object_get(fs, "optional"));
+        json_array_append_new(fields, json_pack("{s:i,s:s,s:b,s:o}", "id", first + (int)i, "name", n, "required", !opt,
+                                                "type", t));
+    }
+    json_decref(names);
+    json_decref(subs);
+    return json_pack("{s:s,s:o}", "type", "struct", "fields", fields);
+}
+
+fl_err_t fl_sink_infer_schema(json_t *value, json_t *schema, bool force_optional, json_t **out, char *err,
+                              size_t errlen)
+{
+    *out = NULL;
+    if (!json_is_object(value)) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "cannot infer a schema from a non-object record");
+    int next = 1;
+    json_t *st = infer_struct(value, schema && !strcmp(cs_type(schema) ? cs_type(schema) : "", "struct") ? schema : NULL,
+                              force_optional, &next);
+    if (!json_array_size(json_object_get(st, "fields"))) {
+        json_decref(st);
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "no column can be inferred from the first record (all null or empty)");
+    }
+    json_object_set_new(st, "schema-id", json_integer(0));
+    *out = st;
+    return FL_OK;
+}
+
+size_t fl_sink_evolve_struct(json_t *st, json_t *value, json_t *schema, bool case_insensitive, int *next_id)
+{
+    if (!json_is_object(value)) return 0;
+    json_t *fields = json_object_get(st, "fields");
+    size_t added = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(value, k, v) {
+        if (json_is_null(v)) continue;
+        json_t *fs = schema ? cs_field(schema, k) : NULL;
+        json_t *have = NULL;
+        size_t i;
+        json_t *f;
+        json_array_foreach(fields, i, f) {
+            const char *n = json_string_value(json_object_get(f, "name"));
+            if (n && (case_insensitive ? !strcasecmp(n, k) : !strcmp(n, k))) have = f;
+        }
+        if (have) {
+            json_t *t = json_object_get(have, "type");
+            if (json_is_object(t) && !strcmp(json_string_value(json_object_get(t, "type")) ?: "", "struct"))
+                added += fl_sink_evolve_struct(t, v, fs, case_insensitive, next_id);
+            if (!fs) continue;
+            /* with a Connect schema: widen int -> long, float -> double; make optional */
+            const char *tt = json_string_value(t), *ct = cs_type(fs);
+            if (tt && ct && !cs_name(fs)) {
+                const char *to = !strcmp(tt, "int") && !strcmp(ct, "int64") ? "long"
+                                 : !strcmp(tt, "float") && !strcmp(ct, "double") ? "double" : NULL;
+                if (to) {
+                    json_object_set_new(have, "type", json_string(to));
+                    added++;
+                }
+            }
+            if (json_is_true(json_object_get(have, "required")) && json_is_true(json_object_get(fs, "optional"))) {
+                json_object_set_new(have, "required", json_false());
+                added++;
+            }
+            continue;
+        }
+        int id = (*next_id)++;
+        json_t *t = fl_sink_infer_type(v, fs, true, next_id);
+        if (!t) continue;   /* not inferable yet (null, empty): it may come with a later record */
+        json_array_append_new(fields, json_pack("{s:i,s:s,s:b,s:o}", "id", id, "name", k, "required", 0, "type", t));
+        added++;
+    }
+    return added;
+}

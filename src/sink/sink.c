@@ -1,0 +1,944 @@
+/* floe sink's run loop: consumer, routing, per-table appenders, commits with
+ * the offsets in the snapshot summary (see sink.h for the protocol). */
+#include "sink/sink.h"
+#include <inttypes.h>
+#include <stdarg.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "base/buf.h"
+#include "base/limits.h"
+#include "base/log.h"
+#include "base/mem.h"
+#include "base/time.h"
+#include "format/json_rows.h"
+#include "iceberg/append.h"
+#include "iceberg/io.h"
+#include "iceberg/rest_client.h"
+#include "iceberg/rest_ops.h"
+#include "sink/convert.h"
+
+#define KAFKA_TIMEOUT_MS 30000
+
+typedef struct tp {
+    char *topic;
+    int32_t partition;
+    int64_t start;              /* first offset consumed since the last commit, -1 none */
+    int64_t next;               /* last consumed offset + 1, -1 none */
+} tp_t;
+
+typedef struct tbl {
+    char *name;                 /* as routed ("ns.table") */
+    fl_rest_ident_t ident;
+    fl_io_t *io;
+    fl_rest_ops_ctx_t ctx;
+    fl_table_ops_t ops;
+    fl_appender_t *ap;
+    fl_vec_t batch;
+    json_t *offsets;            /* the group's map as this process last saw it on the table */
+    json_t *pending;            /* the map the commit in flight writes */
+    json_t *last_schema;        /* the last Connect schema checked for evolution (evolve-schema-enabled) */
+    int64_t rows;               /* rows since the last commit */
+} tbl_t;
+
+typedef struct sink {
+    const fl_sink_config_t *cfg;
+    char key[512];              /* floe.offsets.<group> */
+    rd_kafka_t *rk, *dlq;
+    fl_rest_client_t *rest;
+    fl_io_opts_t ioo;
+    tbl_t **tables;
+    size_t n_tables;
+    tp_t *tps;
+    size_t n_tps;
+    json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
+    int64_t last_commit;
+    bool fatal;                 /* stop without committing */
+    bool rewound;               /* the batch was dropped while a record was being processed */
+    char fatal_msg[1024];
+    int dlq_failures;
+    int64_t records, dlq_records, commits;
+    int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
+} sink_t;
+
+/* Stop the sink without committing the open batch; the message says why. */
+__attribute__((format(printf, 2, 3))) static void set_fatal(sink_t *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->fatal_msg, sizeof s->fatal_msg, fmt, ap);
+    va_end(ap);
+    s->fatal = true;
+}
+
+static json_t *find_snapshot(json_t *md, int64_t id)
+{
+    size_t i;
+    json_t *x;
+    json_array_foreach(json_object_get(md, "snapshots"), i, x)
+        if ((int64_t)json_integer_value(json_object_get(x, "snapshot-id")) == id) return x;
+    return NULL;
+}
+
+/* main's snapshot id, or -1 */
+static int64_t main_snapshot(json_t *md)
+{
+    json_t *r = json_object_get(json_object_get(md, "refs"), "main");
+    json_t *v = r ? json_object_get(r, "snapshot-id") : json_object_get(md, "current-snapshot-id");
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+void fl_sink_offsets_key(const char *group, char *buf, size_t n) { snprintf(buf, n, "floe.offsets.%s", group); }
+
+json_t *fl_sink_table_offsets(json_t *md, int64_t snap_id, const char *key)
+{
+    int64_t id = snap_id;
+    for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
+        json_t *s = find_snapshot(md, id);
+        if (!s) break;
+        const char *v = json_string_value(json_object_get(json_object_get(s, "summary"), key));
+        if (v) {
+            json_t *m = json_loads(v, 0, NULL);
+            if (json_is_object(m)) return m;
+            json_decref(m);
+            break;
+        }
+        json_t *p = json_object_get(s, "parent-snapshot-id");
+        id = json_is_integer(p) ? (int64_t)json_integer_value(p) : -1;
+    }
+    return json_object();
+}
+
+static int64_t map_get(json_t *m, const char *topic, int32_t partition)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", (int)partition);
+    json_t *v = json_object_get(json_object_get(m, topic), p);
+    return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+static void map_set(json_t *m, const char *topic, int32_t partition, int64_t off)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", (int)partition);
+    json_t *t = json_object_get(m, topic);
+    if (!t) {
+        t = json_object();
+        json_object_set_new(m, topic, t);
+    }
+    json_object_set_new(t, p, json_integer(off));
+}
+
+/* ---- tables ---- */
+
+static void tbl_free(tbl_t *t)
+{
+    if (!t) return;
+    if (t->ap) {
+        fl_append_abort(t->ap);
+        fl_append_free(t->ap);
+    }
+    fl_vec_free(&t->batch);
+    fl_rest_ops_ctx_free(&t->ctx);
+    fl_io_free(t->io);
+    fl_rest_ident_free(&t->ident);
+    json_decref(t->offsets);
+    json_decref(t->pending);
+    json_decref(t->last_schema);
+    free(t->name);
+    free(t);
+}
+
+/* Drops every open table and what it has written since the last commit. */
+static void drop_tables(sink_t *s)
+{
+    for (size_t i = 0; i < s->n_tables; i++) tbl_free(s->tables[i]);
+    s->n_tables = 0;
+}
+
+/* "day(ts)" etc. into a partition spec over schema (top-level columns). NULL
+ * (with a warning) when it cannot be built: the table is made unpartitioned,
+ * as the Iceberg sink does. */
+static json_t *partition_spec(const char *spec, json_t *schema)
+{
+    json_t *fields = json_array();
+    int depth = 0;
+    const char *p = spec, *start = spec;
+    int field_id = 1000;
+    for (;; p++) {
+        if (*p == '(') depth++;
+        if (*p == ')') depth--;
+        if (*p && (*p != ',' || depth > 0)) continue;
+        char item[256];
+        size_t n = (size_t)(p - start);
+        while (n && (*start == ' ')) { start++; n--; }
+        while (n && start[n - 1] == ' ') n--;
+        if (!n || n >= sizeof item) goto bad;
+        memcpy(item, start, n);
+        item[n] = 0;
+        char fn[32] = "", col[200] = "", arg[32] = "";
+        const char *col_name = item, *transform = "identity", *suffix = "";
+        char tbuf[48];
+        char *lp = strchr(item, '(');
+        if (lp) {
+            size_t fl = (size_t)(lp - item);
+            if (fl >= sizeof fn) goto bad;
+            memcpy(fn, item, fl);
+            char *rp = strrchr(lp, ')');
+            if (!rp) goto bad;
+            *rp = 0;
+            char *comma = strchr(lp + 1, ',');
+            if (comma) {
+                *comma = 0;
+                snprintf(arg, sizeof arg, "%s", comma + 1 + strspn(comma + 1, " "));
+            }
+            snprintf(col, sizeof col, "%s", lp + 1 + strspn(lp + 1, " "));
+            for (size_t k = strlen(col); k && col[k - 1] == ' '; k--) col[k - 1] = 0;
+            col_name = col;
+            if (!strcmp(fn, "year") || !strcmp(fn, "years")) { transform = "year"; suffix = "_year"; }
+            else if (!strcmp(fn, "month") || !strcmp(fn, "months")) { transform = "month"; suffix = "_month"; }
+            else if (!strcmp(fn, "day") || !strcmp(fn, "days")) { transform = "day"; suffix = "_day"; }
+            else if (!strcmp(fn, "hour") || !strcmp(fn, "hours")) { transform = "hour"; suffix = "_hour"; }
+            else if (!strcmp(fn, "bucket") && *arg) { snprintf(tbuf, sizeof tbuf, "bucket[%d]", atoi(arg)); transform = tbuf; suffix = "_bucket"; }
+            else if (!strcmp(fn, "truncate") && *arg) { snprintf(tbuf, sizeof tbuf, "truncate[%d]", atoi(arg)); transform = tbuf; suffix = "_trunc"; }
+            else goto bad;
+        }
+        int source = -1;
+        size_t i;
+        json_t *f;
+        json_array_foreach(json_object_get(schema, "fields"), i, f)
+            if (!strcmp(json_string_value(json_object_get(f, "name")), col_name))
+                source = (int)json_integer_value(json_object_get(f, "id"));
+        if (source < 0) goto bad;
+        char pname[sizeof item + 16];
+        snprintf(pname, sizeof pname, "%s%s", col_name, suffix);
+        json_array_append_new(fields, json_pack("{s:i,s:i,s:s,s:s}", "source-id", source, "field-id", field_id++,
+                                                "name", pname, "transform", transform));
+        if (!*p) break;
+        start = p + 1;
+    }
+    return json_pack("{s:i,s:o}", "spec-id", 0, "fields", fields);
+bad:
+    fl_warn("sink: partition-by \"%s\" cannot be applied (columns: the first record's); creating the table unpartitioned", spec);
+    json_decref(fields);
+    return NULL;
+}
+
+/* Creates the table (and its namespace levels) from its first record. */
+static fl_err_t auto_create(sink_t *s, tbl_t *t, json_t *value, json_t *schema, char *err, size_t errlen)
+{
+    fl_rest_error_t re;
+    memset(&re, 0, sizeof re);
+    for (size_t l = 1; l <= t->ident.nns; l++) {
+        fl_rest_ident_t ns;
+        fl_rest_ident_make((const char *const *)t->ident.ns, l, NULL, &ns);
+        fl_err_t e = fl_rest_create_namespace(s->rest, &ns, NULL, &re);
+        fl_rest_ident_free(&ns);
+        if (e && e != FL_ERR_EXISTS)
+            return fl_err_fmt(err, errlen, e, "creating namespace of %s: %s", t->name, re.message);
+    }
+    json_t *sch = NULL;
+    fl_err_t e = fl_sink_infer_schema(value, schema, s->cfg->force_optional, &sch, err, errlen);
+    if (e) return e;
+    const char *pb = fl_sink_config_partition_by(s->cfg, t->name);
+    json_t *spec = pb ? partition_spec(pb, sch) : NULL;
+    json_t *props = json_deep_copy(s->cfg->create_props);
+    if (!json_object_get(props, "format-version")) json_object_set_new(props, "format-version", json_string("2"));
+    fl_rest_create_t req = { .schema = sch, .partition_spec = spec, .properties = props };
+    fl_rest_table_t out;
+    memset(&out, 0, sizeof out);
+    e = fl_rest_create_table(s->rest, &t->ident, &req, &out, &re);
+    fl_rest_table_free(&out);
+    json_decref(sch);
+    json_decref(spec);
+    json_decref(props);
+    if (e == FL_ERR_EXISTS) return FL_OK;   /* another member made it first */
+    if (e) return fl_err_fmt(err, errlen, e, "creating table %s: HTTP %d %s", t->name, re.status, re.message);
+    fl_info("sink: created table %s from its first record", t->name);
+    return FL_OK;
+}
+
+/* The open table named name, opening (and, when allowed, creating) it. NULL
+ * with *e set when it cannot be: FL_ERR_NOT_FOUND / FL_ERR_INVALID are the
+ * record's fault, anything else the catalog's. */
+static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *schema, fl_err_t *e, char *err,
+                        size_t errlen)
+{
+    for (size_t i = 0; i < s->n_tables; i++)
+        if (!strcmp(s->tables[i]->name, name)) return s->tables[i];
+    json_t *when = json_object_get(s->absent, name);
+    if (when && fl_mono_ms() - (int64_t)json_integer_value(when) < FL_SINK_ABSENT_TABLE_MS) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_NOT_FOUND, "table %s does not exist%s", name,
+                        s->cfg->auto_create ? "" : " (iceberg.tables.auto-create-enabled is false)");
+        return NULL;
+    }
+    if (s->n_tables >= FL_SINK_MAX_TABLES) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_TOO_LARGE, "more than %d tables open at once", FL_SINK_MAX_TABLES);
+        return NULL;
+    }
+    tbl_t *t = fl_calloc(1, sizeof *t);
+    t->name = fl_strdup(name);
+    fl_rest_error_t re;
+    memset(&re, 0, sizeof re);
+    if (fl_rest_ident_parse(name, true, &t->ident) || !t->ident.nns) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "\"%s\" is not a table name (namespace.table)", name);
+        goto fail;
+    }
+    *e = fl_rest_load_table(s->rest, &t->ident, &t->ctx.last, &re);
+    if (*e == FL_ERR_NOT_FOUND && s->cfg->auto_create && value) {
+        if ((*e = auto_create(s, t, value, schema, err, errlen))) goto fail;
+        memset(&re, 0, sizeof re);
+        *e = fl_rest_load_table(s->rest, &t->ident, &t->ctx.last, &re);
+    }
+    if (*e) {
+        if (*e == FL_ERR_NOT_FOUND && json_object_size(s->absent) < FL_SINK_MAX_TABLES)
+            json_object_set_new(s->absent, name, json_integer(fl_mono_ms()));
+        if (*e == FL_ERR_NOT_FOUND)
+            fl_err_fmt(err, errlen, *e, "table %s does not exist%s", name,
+                       s->cfg->auto_create ? "" : " (iceberg.tables.auto-create-enabled is false)");
+        else
+            fl_err_fmt(err, errlen, *e, "loading table %s: HTTP %d %s", name, re.status, re.message);
+        goto fail;
+    }
+    if (fl_io_new(t->ctx.last.config, &s->ioo, &t->io)) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "cannot set up the file IO of table %s", name);
+        goto fail;
+    }
+    t->ctx.client = s->rest;
+    t->ctx.ident = &t->ident;
+    t->ctx.io = t->io;
+    fl_rest_table_ops(&t->ctx, &t->ops);
+    if ((*e = fl_append_open(&t->ap, &t->ops, NULL, err, errlen))) goto fail;
+    json_t *md = fl_append_metadata(t->ap);
+    t->offsets = fl_sink_table_offsets(md, main_snapshot(md), s->key);
+    fl_vec_init(&t->batch, fl_append_schema(t->ap));
+    s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
+    s->tables[s->n_tables++] = t;
+    return t;
+fail:
+    tbl_free(t);
+    return NULL;
+}
+
+/* ---- partitions ---- */
+
+static tp_t *tp_find(sink_t *s, const char *topic, int32_t partition, bool add)
+{
+    for (size_t i = 0; i < s->n_tps; i++)
+        if (s->tps[i].partition == partition && !strcmp(s->tps[i].topic, topic)) return &s->tps[i];
+    if (!add) return NULL;
+    s->tps = fl_realloc(s->tps, (s->n_tps + 1) * sizeof *s->tps);
+    tp_t *p = &s->tps[s->n_tps++];
+    p->topic = fl_strdup(topic);
+    p->partition = partition;
+    p->start = p->next = -1;
+    return p;
+}
+
+static void tp_remove(sink_t *s, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < s->n_tps; i++)
+        if (s->tps[i].partition == partition && !strcmp(s->tps[i].topic, topic)) {
+            free(s->tps[i].topic);
+            s->tps[i] = s->tps[--s->n_tps];
+            return;
+        }
+}
+
+/* Forget the open batch: the appenders' files are deleted, the tables
+ * reopened (with their offsets reloaded) on next use, and every partition
+ * read again from the first offset of the batch. */
+static void rewind_all(sink_t *s, const char *why)
+{
+    drop_tables(s);
+    s->rewound = true;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
+    for (size_t i = 0; i < s->n_tps; i++) {
+        if (s->tps[i].start >= 0)
+            rd_kafka_topic_partition_list_add(l, s->tps[i].topic, s->tps[i].partition)->offset = s->tps[i].start;
+        s->tps[i].start = s->tps[i].next = -1;
+    }
+    if (l->cnt) {
+        fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, why);
+        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
+        if (ke) {
+            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
+            rd_kafka_error_destroy(ke);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* ---- commit ---- */
+
+typedef struct commit_arg {
+    sink_t *s;
+    tbl_t *t;
+} commit_arg_t;
+
+/* Per attempt: the table's map on the parent, checked against what this
+ * process last saw and merged with the batch's positions. */
+static fl_err_t summary_cb(void *arg, json_t *md, json_t *parent, json_t *summary, char *err, size_t errlen)
+{
+    commit_arg_t *ca = arg;
+    sink_t *s = ca->s;
+    tbl_t *t = ca->t;
+    int64_t pid = parent ? (int64_t)json_integer_value(json_object_get(parent, "snapshot-id")) : -1;
+    json_t *cur = fl_sink_table_offsets(md, pid, s->key);
+    for (size_t i = 0; i < s->n_tps; i++) {
+        tp_t *p = &s->tps[i];
+        if (p->start < 0) continue;
+        int64_t seen = map_get(t->offsets, p->topic, p->partition);
+        int64_t now = map_get(cur, p->topic, p->partition);
+        if (now > seen) {
+            fl_err_t e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT,
+                                    "fenced: table %s already holds %s-%d up to offset %" PRId64
+                                    " (this process last saw %" PRId64 ")", t->name, p->topic, (int)p->partition, now, seen);
+            json_decref(cur);
+            return e;
+        }
+        if (p->next > now) map_set(cur, p->topic, p->partition, p->next);
+    }
+    char *txt = json_dumps(cur, JSON_COMPACT | JSON_SORT_KEYS);
+    json_object_set_new(summary, s->key, json_string(txt));
+    free(txt);
+    json_decref(t->pending);
+    t->pending = cur;
+    return FL_OK;
+}
+
+static fl_err_t flush_batch(tbl_t *t, char *err, size_t errlen)
+{
+    if (!t->batch.len) return FL_OK;
+    fl_err_t e = fl_append_write(t->ap, &t->batch, err, errlen);
+    fl_vec_clear(&t->batch);
+    return e;
+}
+
+static void dlq_flush(sink_t *s)
+{
+    if (!s->dlq) return;
+    rd_kafka_flush(s->dlq, KAFKA_TIMEOUT_MS);
+    if (rd_kafka_outq_len(s->dlq) > 0 || s->dlq_failures) {
+        set_fatal(s, "the dead-letter topic did not take %d record(s)",
+                 s->dlq_failures + rd_kafka_outq_len(s->dlq));
+    }
+}
+
+/* Commits the open batch: one snapshot per table with rows, then the Kafka
+ * group offsets. A failed table commit rewinds the batch (the tables that
+ * committed keep it; their offsets stop it from landing twice). */
+static void commit_all(sink_t *s)
+{
+    if (s->fatal) return;
+    s->last_commit = fl_mono_ms();
+    bool any = false;
+    for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
+    if (!any) return;
+    dlq_flush(s);
+    if (s->fatal) return;
+    char err[1024] = "";
+    for (size_t i = 0; i < s->n_tables; i++) {
+        tbl_t *t = s->tables[i];
+        if (!t->rows) continue;
+        int64_t t0 = fl_mono_ms(), sid = -1, rows = t->rows;
+        commit_arg_t ca = { s, t };
+        fl_err_t e = flush_batch(t, err, sizeof err);
+        if (!e) e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
+        if (e) {
+            fl_error("sink: commit to %s failed: %s", t->name, err);
+            rewind_all(s, err);
+            return;
+        }
+        if (s->fault_after_commits > 0 && s->commits + 1 >= s->fault_after_commits) {
+            fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
+            _exit(137);
+        }
+        json_decref(t->offsets);
+        t->offsets = t->pending;
+        t->pending = NULL;
+        t->rows = 0;
+        s->commits++;
+        fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms)", rows, t->name, sid,
+                fl_mono_ms() - t0);
+    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
+    for (size_t i = 0; i < s->n_tps; i++) {
+        if (s->tps[i].start < 0) continue;
+        rd_kafka_topic_partition_list_add(l, s->tps[i].topic, s->tps[i].partition)->offset = s->tps[i].next;
+        s->tps[i].start = -1;
+    }
+    rd_kafka_resp_err_t ke = rd_kafka_commit(s->rk, l, 0);
+    if (ke) fl_warn("sink: committing the Kafka group offsets failed (the tables hold them): %s", rd_kafka_err2str(ke));
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* ---- records ---- */
+
+static void dlq_cb(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    sink_t *s = opaque;
+    if (m->err) {
+        s->dlq_failures++;
+        fl_error("sink: dead-letter produce failed: %s", rd_kafka_err2str(m->err));
+    }
+}
+
+/* A record that cannot be written: stop (tolerance none) or set it aside. */
+static void bad_record(sink_t *s, const rd_kafka_message_t *m, const char *why)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    if (!s->cfg->tolerance_all) {
+        set_fatal(s, "record %s-%d@%" PRId64 ": %s (errors.tolerance=none)", topic,
+                 (int)m->partition, (int64_t)m->offset, why);
+        return;
+    }
+    if (s->cfg->errors_log || !s->dlq)
+        fl_warn("sink: record %s-%d@%" PRId64 " skipped: %s", topic, (int)m->partition, (int64_t)m->offset, why);
+    s->dlq_records++;
+    if (!s->dlq) return;
+    char part[16], off[32];
+    snprintf(part, sizeof part, "%d", (int)m->partition);
+    snprintf(off, sizeof off, "%" PRId64, (int64_t)m->offset);
+    rd_kafka_headers_t *h = NULL;
+    rd_kafka_headers_t *src = NULL;
+    if (!rd_kafka_message_headers(m, &src) && src) h = rd_kafka_headers_copy(src);
+    else h = rd_kafka_headers_new(6);
+    rd_kafka_header_add(h, "__connect.errors.topic", -1, topic, -1);
+    rd_kafka_header_add(h, "__connect.errors.partition", -1, part, -1);
+    rd_kafka_header_add(h, "__connect.errors.offset", -1, off, -1);
+    rd_kafka_header_add(h, "__connect.errors.connector.name", -1, s->cfg->name, -1);
+    rd_kafka_header_add(h, "__connect.errors.exception.class.name", -1, "floe.sink.RecordError", -1);
+    rd_kafka_header_add(h, "__connect.errors.exception.message", -1, why, -1);
+    rd_kafka_resp_err_t e;
+    for (int tries = 0;; tries++) {
+        e = rd_kafka_producev(s->dlq, RD_KAFKA_V_TOPIC(s->cfg->dlq_topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                              RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
+                              RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_END);
+        if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL || tries > 100) break;
+        rd_kafka_poll(s->dlq, 100);
+    }
+    if (e) {
+        rd_kafka_headers_destroy(h);
+        set_fatal(s, "cannot send record %s-%d@%" PRId64 " to %s: %s", topic,
+                 (int)m->partition, (int64_t)m->offset, s->cfg->dlq_topic, rd_kafka_err2str(e));
+    }
+    rd_kafka_poll(s->dlq, 0);
+}
+
+/* Tables a record goes to: names into out (up to cap), count returned; -1
+ * with why filled when it has no route. */
+static int route(sink_t *s, json_t *value, const char **out, size_t cap, char *buf, size_t bufn, char *why,
+                 size_t whyn)
+{
+    const fl_sink_config_t *c = s->cfg;
+    if (c->dynamic) {
+        const char *v = fl_sink_route_value(value, c->route_field, true, buf, bufn);
+        if (!v || !*v) {
+            snprintf(why, whyn, "route field %s is missing or null", c->route_field);
+            return -1;
+        }
+        out[0] = v;
+        return 1;
+    }
+    size_t n = 0;
+    if (!c->route_field) {
+        for (size_t i = 0; i < c->n_tables && n < cap; i++) out[n++] = c->tables[i].table;
+        return (int)n;
+    }
+    const char *v = fl_sink_route_value(value, c->route_field, false, buf, bufn);
+    if (!v) {
+        snprintf(why, whyn, "route field %s is missing or null", c->route_field);
+        return -1;
+    }
+    for (size_t i = 0; i < c->n_tables && n < cap; i++)
+        if (c->tables[i].has_regex && !regexec(&c->tables[i].regex, v, 0, NULL, 0)) out[n++] = c->tables[i].table;
+    return (int)n;
+}
+
+/* Adds columns the record has and the table lacks (evolve-schema-enabled):
+ * the open batch is committed first, the schema change committed, the table
+ * reopened. */
+static fl_err_t evolve(sink_t *s, tbl_t **tp, json_t *value, json_t *schema, char *err, size_t errlen)
+{
+    tbl_t *t = *tp;
+    /* dry run on the appender's schema: nothing to add (only nulls or empty
+     * values among the new fields) means no commit and no reopen */
+    {
+        json_t *md = fl_append_metadata(t->ap);
+        json_t *st = NULL, *x;
+        size_t i;
+        int cur = (int)json_integer_value(json_object_get(md, "current-schema-id"));
+        json_array_foreach(json_object_get(md, "schemas"), i, x)
+            if ((int)json_integer_value(json_object_get(x, "schema-id")) == cur) st = json_deep_copy(x);
+        int next = (int)json_integer_value(json_object_get(md, "last-column-id")) + 1;
+        size_t n = st ? fl_sink_evolve_struct(st, value, schema, s->cfg->case_insensitive, &next) : 0;
+        json_decref(st);
+        if (!n) return FL_OK;
+    }
+    char *name = fl_strdup(t->name);
+    commit_all(s);
+    fl_err_t e = FL_OK;
+    if (s->fatal) { e = fl_err_fmt(err, errlen, FL_ERR_IO, "%s", s->fatal_msg); goto out; }
+    if (s->rewound) goto out;
+    for (int attempt = 0; attempt < 5; attempt++) {
+        fl_rest_table_t cur;
+        memset(&cur, 0, sizeof cur);
+        fl_rest_error_t re;
+        memset(&re, 0, sizeof re);
+        if ((e = fl_rest_load_table(s->rest, &t->ident, &cur, &re))) {
+            e = fl_err_fmt(err, errlen, e, "loading %s: %s", name, re.message);
+            goto out;
+        }
+        json_t *md = cur.metadata;
+        int sid = (int)json_integer_value(json_object_get(md, "current-schema-id"));
+        int last = (int)json_integer_value(json_object_get(md, "last-column-id"));
+        json_t *st = NULL;
+        size_t i;
+        json_t *x;
+        int max_sid = 0;
+        json_array_foreach(json_object_get(md, "schemas"), i, x) {
+            int id = (int)json_integer_value(json_object_get(x, "schema-id"));
+            if (id == sid) st = json_deep_copy(x);
+            if (id > max_sid) max_sid = id;
+        }
+        if (!st) { fl_rest_table_free(&cur); e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s has no current schema", name); goto out; }
+        int next = last + 1;
+        size_t added = fl_sink_evolve_struct(st, value, schema, s->cfg->case_insensitive, &next);
+        if (!added) { json_decref(st); fl_rest_table_free(&cur); e = FL_OK; break; }   /* another member added them */
+        json_object_set_new(st, "schema-id", json_integer(max_sid + 1));
+        json_t *reqs = json_pack("[{s:s,s:i},{s:s,s:i}]", "type", "assert-current-schema-id", "current-schema-id", sid,
+                                 "type", "assert-last-assigned-field-id", "last-assigned-field-id", last);
+        json_t *ups = json_pack("[{s:s,s:o,s:i},{s:s,s:i}]", "action", "add-schema", "schema", st, "last-column-id",
+                                next - 1, "action", "set-current-schema", "schema-id", -1);
+        bool unknown = false;
+        memset(&re, 0, sizeof re);
+        e = fl_rest_commit(s->rest, &t->ident, reqs, ups, NULL, &unknown, &re);
+        json_decref(reqs);
+        json_decref(ups);
+        fl_rest_table_free(&cur);
+        if (!e) { fl_info("sink: added %zu column(s) to %s", added, name); break; }
+        if (e != FL_ERR_CONFLICT && !unknown) { e = fl_err_fmt(err, errlen, e, "evolving %s: %s", name, re.message); goto out; }
+        e = fl_err_fmt(err, errlen, e, "evolving %s kept conflicting", name);
+    }
+    if (e) goto out;
+    /* reopen with the new schema */
+    for (size_t i = 0; i < s->n_tables; i++)
+        if (s->tables[i] == t) { s->tables[i] = s->tables[--s->n_tables]; break; }
+    tbl_free(t);
+    *tp = table_get(s, name, NULL, NULL, &e, err, errlen);
+out:
+    free(name);
+    return e;
+}
+
+static void process(sink_t *s, const rd_kafka_message_t *m)
+{
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    tp_t *p = tp_find(s, topic, m->partition, true);
+    json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
+    char err[1024] = "";
+    s->records++;
+    s->rewound = false;
+    fl_err_t e = fl_sink_parse_value(m->payload, m->len, s->cfg->schemas_enable, &root, &value, &schema, err, sizeof err);
+    if (e) { bad_record(s, m, err); goto done; }
+    if (!value) goto done;   /* tombstone: skipped, its offset still advances */
+    const char *names[64];
+    char rbuf[512], why[256];
+    int n = route(s, value, names, 64, rbuf, sizeof rbuf, why, sizeof why);
+    if (n < 0) { bad_record(s, m, why); goto done; }
+    for (int k = 0; k < n && !s->fatal; k++) {
+        tbl_t *t = table_get(s, names[k], value, schema, &e, err, sizeof err);
+        if (!t) {
+            if (e == FL_ERR_NOT_FOUND || e == FL_ERR_INVALID) { bad_record(s, m, err); continue; }
+            set_fatal(s, "%s", err);
+            break;
+        }
+        if (m->offset < map_get(t->offsets, topic, m->partition)) continue;   /* already in the table */
+        json_t *conv = NULL;
+        json_decref(missing);
+        missing = s->cfg->evolve ? json_array() : NULL;
+        if ((e = fl_sink_convert(fl_append_schema(t->ap), value, schema, s->cfg->case_insensitive, &conv, missing, err,
+                                 sizeof err))) {
+            bad_record(s, m, err);
+            continue;
+        }
+        /* a record schema not seen on this table yet may widen or relax a column */
+        bool new_schema = s->cfg->evolve && schema && !(t->last_schema && json_equal(t->last_schema, schema));
+        if ((missing && json_array_size(missing)) || new_schema) {
+            json_decref(conv);
+            conv = NULL;
+            if ((e = evolve(s, &t, value, schema, err, sizeof err))) {
+                if (!s->fatal) { set_fatal(s, "%s", err); }
+                break;
+            }
+            if (s->rewound) break;
+            /* the batch was committed: this record starts the next one */
+            p = tp_find(s, topic, m->partition, true);
+            if ((e = fl_sink_convert(fl_append_schema(t->ap), value, schema, s->cfg->case_insensitive, &conv, NULL,
+                                     err, sizeof err))) {
+                bad_record(s, m, err);
+                continue;
+            }
+        }
+        if (new_schema) {
+            json_decref(t->last_schema);
+            t->last_schema = json_incref(schema);
+        }
+        e = fl_vec_append_json(&t->batch, conv, err, sizeof err);
+        json_decref(conv);
+        if (e) { bad_record(s, m, err); continue; }
+        t->rows++;
+        if (t->batch.len >= FL_SINK_BATCH_ROWS && (e = flush_batch(t, err, sizeof err))) {
+            set_fatal(s, "writing %s: %s", t->name, err);
+        }
+    }
+done:
+    json_decref(missing);
+    json_decref(root);
+    if (s->rewound) return;   /* the record is read again after the rewind */
+    if (p->start < 0) p->start = m->offset;
+    p->next = m->offset + 1;
+}
+
+/* ---- group membership ---- */
+
+/* Where newly assigned partitions start: the group's committed offset,
+ * moved up to the smallest offset every static table holds for it. */
+static void start_positions(sink_t *s, rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_resp_err_t ke = rd_kafka_committed(s->rk, parts, KAFKA_TIMEOUT_MS);
+    if (ke) fl_warn("sink: reading the group's committed offsets failed: %s", rd_kafka_err2str(ke));
+    if (s->cfg->dynamic || !s->cfg->n_tables) return;
+    json_t **maps = fl_calloc(s->cfg->n_tables, sizeof *maps);
+    bool all = true;
+    for (size_t i = 0; i < s->cfg->n_tables && all; i++) {
+        fl_rest_ident_t id;
+        fl_rest_table_t t;
+        memset(&t, 0, sizeof t);
+        fl_rest_error_t re;
+        memset(&re, 0, sizeof re);
+        if (fl_rest_ident_parse(s->cfg->tables[i].table, true, &id)) { all = false; break; }
+        if (fl_rest_load_table(s->rest, &id, &t, &re)) all = false;
+        else maps[i] = fl_sink_table_offsets(t.metadata, main_snapshot(t.metadata), s->key);
+        fl_rest_table_free(&t);
+        fl_rest_ident_free(&id);
+    }
+    for (int j = 0; all && j < parts->cnt; j++) {
+        rd_kafka_topic_partition_t *tp = &parts->elems[j];
+        int64_t lo = INT64_MAX;
+        for (size_t i = 0; i < s->cfg->n_tables; i++) {
+            int64_t o = map_get(maps[i], tp->topic, tp->partition);
+            if (o < lo) lo = o;
+        }
+        if (lo != INT64_MAX && lo >= 0 && lo > tp->offset) {
+            fl_info("sink: %s-%d starts at %" PRId64 " (the tables hold it; group offset %" PRId64 ")", tp->topic,
+                    (int)tp->partition, lo, (int64_t)tp->offset);
+            tp->offset = lo;
+        }
+    }
+    for (size_t i = 0; i < s->cfg->n_tables; i++) json_decref(maps[i]);
+    free(maps);
+}
+
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    sink_t *s = opaque;
+    bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        commit_all(s);            /* the batch holds only partitions this member owned before */
+        drop_tables(s);           /* their offsets are reloaded with the new partitions */
+        start_positions(s, parts);
+        for (int j = 0; j < parts->cnt; j++) tp_find(s, parts->elems[j].topic, parts->elems[j].partition, true);
+        fl_info("sink: assigned %d partition(s)", parts->cnt);
+        if (cooperative) {
+            rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
+            if (e) { fl_error("sink: assign: %s", rd_kafka_error_string(e)); rd_kafka_error_destroy(e); }
+        } else {
+            rd_kafka_assign(rk, parts);
+        }
+        return;
+    }
+    /* revoked or lost */
+    if (rd_kafka_assignment_lost(rk)) rewind_all(s, "partitions lost");
+    else commit_all(s);
+    for (int j = 0; j < parts->cnt; j++) tp_remove(s, parts->elems[j].topic, parts->elems[j].partition);
+    fl_info("sink: revoked %d partition(s)", parts->cnt);
+    if (cooperative) {
+        rd_kafka_error_t *e = rd_kafka_incremental_unassign(rk, parts);
+        if (e) { fl_error("sink: unassign: %s", rd_kafka_error_string(e)); rd_kafka_error_destroy(e); }
+    } else {
+        rd_kafka_assign(rk, NULL);
+    }
+}
+
+/* ---- set-up ---- */
+
+static fl_err_t kafka_conf(json_t *props, rd_kafka_conf_t *conf, char *err, size_t errlen)
+{
+    const char *k;
+    json_t *v;
+    char kerr[512];
+    json_object_foreach(props, k, v) {
+        if (rd_kafka_conf_set(conf, k, json_string_value(v), kerr, sizeof kerr) != RD_KAFKA_CONF_OK)
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka setting %s: %s", k, kerr);
+    }
+    return FL_OK;
+}
+
+static fl_err_t connect_catalog(sink_t *s, char *err, size_t errlen)
+{
+    const fl_sink_config_t *c = s->cfg;
+    json_t *props = json_object();
+    const char *pairs[][2] = {
+        { "s3.endpoint", c->s3_endpoint }, { "s3.access-key-id", c->s3_access_key_id },
+        { "s3.secret-access-key", c->s3_secret_access_key }, { "s3.session-token", c->s3_session_token },
+        { "client.region", c->client_region },
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++)
+        if (pairs[i][1]) json_object_set_new(props, pairs[i][0], json_string(pairs[i][1]));
+    if (c->s3_path_style >= 0) json_object_set_new(props, "s3.path-style-access", json_string(c->s3_path_style ? "true" : "false"));
+    const char *env_ak = getenv("FLOE_ACCESS_KEY_ID") ? getenv("FLOE_ACCESS_KEY_ID") : getenv("AWS_ACCESS_KEY_ID");
+    const char *env_sk = getenv("FLOE_SECRET_ACCESS_KEY") ? getenv("FLOE_SECRET_ACCESS_KEY") : getenv("AWS_SECRET_ACCESS_KEY");
+    const char *env_st = getenv("FLOE_SESSION_TOKEN") ? getenv("FLOE_SESSION_TOKEN") : getenv("AWS_SESSION_TOKEN");
+    const char *region = c->signing_region ? c->signing_region : c->client_region;
+    if (!region) region = getenv("AWS_REGION") ? getenv("AWS_REGION") : getenv("AWS_DEFAULT_REGION");
+    fl_rest_opts_t ro = { .uri = c->catalog_uri, .warehouse = c->warehouse, .properties = props, .region = region };
+    char *cid = NULL;
+    if (c->sigv4) {
+        ro.auth = FL_REST_AUTH_SIGV4;
+        ro.access_key_id = c->access_key_id ? c->access_key_id : c->s3_access_key_id ? c->s3_access_key_id : env_ak;
+        ro.secret_access_key = c->access_key_id ? c->secret_access_key
+                               : c->s3_access_key_id ? c->s3_secret_access_key : env_sk;
+        ro.session_token = c->access_key_id ? c->session_token : c->s3_access_key_id ? c->s3_session_token : env_st;
+        ro.signing_name = c->signing_name ? c->signing_name : "execute-api";   /* Iceberg's default */
+        if (!ro.access_key_id || !ro.secret_access_key) {
+            json_decref(props);
+            return fl_err_fmt(err, errlen, FL_ERR_AUTH, "SigV4 needs keys: iceberg.catalog.rest.access-key-id and "
+                              "secret-access-key, or FLOE_ACCESS_KEY_ID/FLOE_SECRET_ACCESS_KEY");
+        }
+    } else if (c->token) {
+        ro.auth = FL_REST_AUTH_BEARER;
+        ro.token = c->token;
+    } else if (c->credential) {
+        ro.auth = FL_REST_AUTH_OAUTH2;
+        const char *colon = strchr(c->credential, ':');
+        cid = colon ? fl_strndup(c->credential, (size_t)(colon - c->credential)) : NULL;
+        ro.oauth_client_id = cid;
+        ro.oauth_client_secret = colon ? colon + 1 : c->credential;
+        ro.oauth_scope = c->scope;
+        ro.oauth_server_uri = c->oauth2_server_uri;
+    }
+    fl_rest_error_t re;
+    memset(&re, 0, sizeof re);
+    fl_err_t e = fl_rest_client_new(&ro, &s->rest, &re);
+    free(cid);
+    json_decref(props);
+    if (e) return fl_err_fmt(err, errlen, e, "connecting to the catalog %s: %s%s%s", c->catalog_uri,
+                             re.status ? "HTTP error: " : "", re.message, "");
+    fl_io_opts_default(&s->ioo);
+    s->ioo.s3_endpoint = c->s3_endpoint;
+    s->ioo.path_style = c->s3_path_style;
+    s->ioo.access_key_id = c->s3_access_key_id ? c->s3_access_key_id : env_ak;
+    s->ioo.secret_access_key = c->s3_access_key_id ? c->s3_secret_access_key : env_sk;
+    s->ioo.session_token = c->s3_access_key_id ? c->s3_session_token : env_st;
+    s->ioo.region = c->client_region ? c->client_region : region;
+    return FL_OK;
+}
+
+fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, char *err, size_t errlen)
+{
+    sink_t s;
+    memset(&s, 0, sizeof s);
+    s.cfg = cfg;
+    s.absent = json_object();
+    fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
+    const char *fault = getenv("FLOE_SINK_FAULT");
+    if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
+    fl_err_t e = FL_OK;
+    rd_kafka_conf_t *conf = NULL;
+    rd_kafka_topic_partition_list_t *subs = NULL;
+    char kerr[512];
+    if ((e = connect_catalog(&s, err, errlen))) goto out;
+
+    conf = rd_kafka_conf_new();
+    /* the sink's own settings first; the user's may change all but the offset-handling ones below */
+    rd_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", NULL, 0);
+    rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", NULL, 0);   /* as Kafka Connect's sink consumers */
+    rd_kafka_conf_set(conf, "isolation.level", "read_committed", NULL, 0);
+    /* prefetch per partition; librdkafka's 64 MiB default dominated the sink's memory */
+    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", NULL, 0);
+    if ((e = kafka_conf(cfg->consumer, conf, err, errlen))) goto out;
+    rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
+    rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
+    rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
+    rd_kafka_conf_set_opaque(conf, &s);
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance_cb);
+    s.rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, kerr, sizeof kerr);
+    if (!s.rk) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka consumer: %s", kerr); goto out; }
+    conf = NULL;
+    rd_kafka_poll_set_consumer(s.rk);
+
+    if (cfg->dlq_topic) {
+        rd_kafka_conf_t *pc = rd_kafka_conf_new();
+        rd_kafka_conf_set(pc, "enable.idempotence", "true", NULL, 0);
+        if ((e = kafka_conf(cfg->producer, pc, err, errlen))) { rd_kafka_conf_destroy(pc); goto out; }
+        rd_kafka_conf_set_opaque(pc, &s);
+        rd_kafka_conf_set_dr_msg_cb(pc, dlq_cb);
+        s.dlq = rd_kafka_new(RD_KAFKA_PRODUCER, pc, kerr, sizeof kerr);
+        if (!s.dlq) { rd_kafka_conf_destroy(pc); e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka producer: %s", kerr); goto out; }
+    }
+
+    subs = rd_kafka_topic_partition_list_new((int)cfg->n_topics + 1);
+    fl_buf_t re;
+    fl_buf_init(&re, 0);
+    if (cfg->topics_regex) {
+        fl_buf_printf(&re, "^(%s)$", cfg->topics_regex);
+        rd_kafka_topic_partition_list_add(subs, re.ptr, RD_KAFKA_PARTITION_UA);
+    }
+    fl_buf_free(&re);
+    for (size_t i = 0; i < cfg->n_topics; i++) rd_kafka_topic_partition_list_add(subs, cfg->topics[i], RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t ke = rd_kafka_subscribe(s.rk, subs);
+    if (ke) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "subscribe: %s", rd_kafka_err2str(ke)); goto out; }
+    fl_info("sink %s: group %s, %zu topic(s)%s, commits every %" PRId64 " ms, offsets in snapshot summary key %s",
+            cfg->name, cfg->group_id, cfg->n_topics, cfg->topics_regex ? " + regex" : "", cfg->commit_interval_ms, s.key);
+
+    s.last_commit = fl_mono_ms();
+    while (!*stop && !s.fatal) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, 100);
+        if (m) {
+            if (!m->err) process(&s, m);
+            else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                fl_warn("sink: consumer: %s", rd_kafka_message_errstr(m));
+            rd_kafka_message_destroy(m);
+        }
+        if (s.dlq) rd_kafka_poll(s.dlq, 0);
+        if (!s.fatal && fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms) commit_all(&s);
+    }
+    if (!s.fatal) commit_all(&s);
+    if (s.fatal) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s", s.fatal_msg);
+        drop_tables(&s);   /* nothing of the open batch lands */
+    }
+    rd_kafka_consumer_close(s.rk);   /* the revoke callback commits nothing after a fatal error */
+    fl_info("sink: stopped after %" PRId64 " records, %" PRId64 " commits, %" PRId64 " bad records",
+            s.records, s.commits, s.dlq_records);
+out:
+    if (conf) rd_kafka_conf_destroy(conf);
+    if (subs) rd_kafka_topic_partition_list_destroy(subs);
+    drop_tables(&s);
+    free(s.tables);
+    for (size_t i = 0; i < s.n_tps; i++) free(s.tps[i].topic);
+    free(s.tps);
+    if (s.rk) rd_kafka_destroy(s.rk);
+    if (s.dlq) {
+        rd_kafka_flush(s.dlq, KAFKA_TIMEOUT_MS);
+        rd_kafka_destroy(s.dlq);
+    }
+    fl_rest_client_free(s.rest);
+    json_decref(s.absent);
+    return e;
+}

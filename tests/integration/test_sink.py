@@ -1,0 +1,350 @@
+"""floe sink against a real KRaft broker and floe serve: the Iceberg sink's connector
+configuration (Connect REST JSON or .properties), records into tables exactly once
+(SIGKILL at random points while producing), routing, auto-create and add-column,
+the Connect schema envelope, errors.tolerance and the dead-letter topic."""
+import json
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+
+import pytest
+from pyiceberg.schema import Schema
+from pyiceberg.types import LongType, NestedField, StringType, TimestamptzType
+
+from conftest import ACCESS_KEY, REGION, SECRET_KEY, FLOE_BIN
+from kafka_fixtures import Sink, kafka  # noqa: F401
+from rest_fixtures import catalog_url, load_rest_catalog, rest_catalog, s3tables, table_bucket  # noqa: F401
+
+import subprocess
+
+
+def connector(floe, arn, name, **extra):
+    cfg = {
+        "connector.class": "org.apache.iceberg.connect.IcebergSinkConnector",
+        "tasks.max": "2",
+        "iceberg.control.commit.interval-ms": "500",
+        "iceberg.catalog.type": "rest",
+        "iceberg.catalog.uri": catalog_url(floe) + "/iceberg",
+        "iceberg.catalog.rest.sigv4-enabled": "true",
+        "iceberg.catalog.rest.signing-region": REGION,
+        "iceberg.catalog.warehouse": arn,
+        "iceberg.catalog.rest.signing-name": "osstables",
+        "iceberg.catalog.rest.access-key-id": ACCESS_KEY,
+        "iceberg.catalog.rest.secret-access-key": SECRET_KEY,
+        "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        "iceberg.catalog.s3.endpoint": floe.endpoint,
+        "iceberg.catalog.s3.access-key-id": ACCESS_KEY,
+        "iceberg.catalog.s3.secret-access-key": SECRET_KEY,
+        "iceberg.catalog.s3.path-style-access": "true",
+        "iceberg.catalog.client.region": REGION,
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    cfg.update(extra)
+    return {"name": name, "config": cfg}
+
+
+def write_config(tmp_path, doc):
+    p = tmp_path / ("sink-%s.json" % uuid.uuid4().hex[:6])
+    p.write_text(json.dumps(doc, indent=2))
+    return p
+
+
+def rows(cat, ident):
+    try:
+        return cat.load_table(ident).scan().to_arrow()
+    except Exception as e:  # noqa: BLE001 - not there yet
+        if "NoSuchTable" in type(e).__name__:
+            return None
+        raise
+
+
+def wait_rows(cat, ident, n, sink, timeout=60):
+    end = time.time() + timeout
+    t = None
+    while time.time() < end:
+        t = rows(cat, ident)
+        if t is not None and t.num_rows >= n:
+            return t
+        assert sink.proc.poll() is None, "floe sink exited %s:\n%s" % (sink.proc.returncode, sink.log()[-3000:])
+        time.sleep(0.3)
+    raise AssertionError("%s has %s rows, want %d\n%s" % (ident, None if t is None else t.num_rows, n, sink.log()[-3000:]))
+
+
+def make_events_table(cat, ns, name):
+    cat.create_namespace_if_not_exists(ns)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "name", StringType(), required=False),
+                    NestedField(3, "ts", TimestamptzType(), required=False))
+    return cat.create_table("%s.%s" % (ns, name), schema=schema)
+
+
+def test_config_errors_name_the_key(tmp_path, floe, table_bucket):  # noqa: F811
+    doc = connector(floe, table_bucket, "bad", topics="t", **{"iceberg.tables": "a.b"})
+    doc["config"]["iceberg.tables.upsert-mode-enabled"] = "true"
+    r = subprocess.run([FLOE_BIN, "sink", "--config", str(write_config(tmp_path, doc)),
+                        "--bootstrap-servers", "127.0.0.1:1"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "iceberg.tables.upsert-mode-enabled" in r.stderr, r.stderr
+    doc["config"].pop("iceberg.tables.upsert-mode-enabled")
+    doc["config"]["iceberg.catalog.frobnicate"] = "1"
+    r = subprocess.run([FLOE_BIN, "sink", "--config", str(write_config(tmp_path, doc)),
+                        "--bootstrap-servers", "127.0.0.1:1"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "iceberg.catalog.frobnicate: unknown key" in r.stderr, r.stderr
+    # a .properties file reads the same
+    doc["config"].pop("iceberg.catalog.frobnicate")
+    props = tmp_path / "sink.properties"
+    props.write_text("name=bad\n" + "".join("%s=%s\n" % kv for kv in doc["config"].items()) + "consumer.bogus.key=1\n")
+    r = subprocess.run([FLOE_BIN, "sink", "--config", str(props), "--bootstrap-servers", "127.0.0.1:1"],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "bogus.key" in r.stderr, r.stderr
+
+
+def test_static_table_exactly_n(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    ns, topic = "sink_%s" % uuid.uuid4().hex[:6], "ev-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 3)
+    n = 300
+    kafka.produce(topic, [json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i, "extra": [1]})
+                          for i in range(n)])
+    doc = connector(floe, table_bucket, "static-" + topic, topics=topic, **{"iceberg.tables": ns + ".events"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        t = wait_rows(rest_catalog, ns + ".events", n, sink)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    ids = sorted(t.column("id").to_pylist())
+    assert ids == list(range(n))
+    assert t.column("ts").to_pylist()[0].year == 2023
+    tbl = rest_catalog.load_table(ns + ".events")
+    summ = tbl.current_snapshot().summary
+    offs = json.loads(summ["floe.offsets.connect-static-" + topic])
+    assert sum(offs[topic].values()) == n, offs
+
+
+def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """SIGKILL floe sink at random points while a producer writes N records; restart it
+    each time; the table ends with exactly N rows, no duplicates."""
+    ns, topic = "kill_%s" % uuid.uuid4().hex[:6], "kill-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 3)
+    n, kills = int(os.environ.get("FLOE_SINK_KILL_N", "3000")), int(os.environ.get("FLOE_SINK_KILLS", "6"))
+    doc = connector(floe, table_bucket, "kill-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "300",
+                       # a killed member's partitions move after its session times out
+                       "consumer.override.session.timeout.ms": "6000",
+                       "consumer.override.heartbeat.interval.ms": "500"})
+    cfg = write_config(tmp_path, doc)
+    done = threading.Event()
+
+    def producer():
+        from confluent_kafka import Producer
+        p = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        for i in range(n):
+            p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
+            if i % 100 == 0:
+                p.poll(0)
+                time.sleep(0.3)
+        p.flush(30)
+        done.set()
+
+    th = threading.Thread(target=producer)
+    th.start()
+    rnd = random.Random(int(os.environ.get("FLOE_SINK_SEED", "11")))
+    try:
+        for k in range(kills):
+            sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+            time.sleep(rnd.uniform(0.5, 2.5))
+            assert sink.proc.poll() is None, sink.log()[-3000:]
+            sink.kill()
+        th.join(120)
+        assert done.is_set()
+        sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+        t = wait_rows(rest_catalog, ns + ".events", n, sink, timeout=90)
+        time.sleep(1.5)   # a duplicate commit would show up here
+        t = rows(rest_catalog, ns + ".events")
+        assert sink.stop() == 0, sink.log()[-3000:]
+    finally:
+        th.join(5)
+    ids = t.column("id").to_pylist()
+    assert len(ids) == n and sorted(ids) == list(range(n)), (len(ids), len(set(ids)))
+
+
+def test_members_share_partitions_exactly_n(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """Two members of one group share the partitions (cooperative rebalancing); one is
+    SIGKILLed mid-stream and a third joins: partitions move between members and the table
+    still ends with exactly the produced rows."""
+    ns, topic = "grp_%s" % uuid.uuid4().hex[:6], "grp-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 4)
+    n = 2000
+    doc = connector(floe, table_bucket, "grp-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "300",
+                       "consumer.override.session.timeout.ms": "6000",
+                       "consumer.override.heartbeat.interval.ms": "500"})
+    cfg = write_config(tmp_path, doc)
+    args = ["--bootstrap-servers", kafka.bootstrap]
+    a, b = Sink(cfg, args=args).start(), Sink(cfg, args=args).start()
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    c = None
+    try:
+        for i in range(n):
+            p.produce(topic, json.dumps({"id": i}).encode(), key=str(i).encode())
+            if i % 100 == 0:
+                p.poll(0)
+                time.sleep(0.25)
+            if i == n // 3:
+                a.kill()
+            if i == n // 2:
+                c = Sink(cfg, args=args).start()
+        assert p.flush(30) == 0
+        t = wait_rows(rest_catalog, ns + ".events", n, b, timeout=90)
+        time.sleep(1.0)
+        t = rows(rest_catalog, ns + ".events")
+    finally:
+        rc_b, rc_c = b.stop(), c.stop() if c else 0
+    assert rc_b == 0 and rc_c == 0, b.log()[-2000:] + (c.log()[-2000:] if c else "")
+    ids = t.column("id").to_pylist()
+    assert len(ids) == n and sorted(ids) == list(range(n)), (len(ids), len(set(ids)))
+    assert "assigned" in c.log() and "revoked" in b.log()
+
+
+def test_crash_between_table_commit_and_group_offsets(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """The process dies right after a table commit and before the Kafka group offsets
+    (the fault point FLOE_SINK_FAULT=after-table-commit:N): the restarted sink resumes from
+    the table's offsets, not the group's, so nothing lands twice."""
+    ns, topic = "crash_%s" % uuid.uuid4().hex[:6], "crash-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 2)
+    n = 400
+    doc = connector(floe, table_bucket, "crash-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "200",
+                       "consumer.override.session.timeout.ms": "6000"})
+    cfg = write_config(tmp_path, doc)
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2)])
+    sink = Sink(cfg, env={"FLOE_SINK_FAULT": "after-table-commit:1"},
+                args=["--bootstrap-servers", kafka.bootstrap]).start()
+    assert sink.wait(60) == 137, sink.log()[-3000:]
+    first = rows(rest_catalog, ns + ".events").num_rows
+    assert 0 < first <= n // 2, first
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2, n)])
+    sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        wait_rows(rest_catalog, ns + ".events", n, sink)
+        time.sleep(1.0)
+        t = rows(rest_catalog, ns + ".events")
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    assert sorted(t.column("id").to_pylist()) == list(range(n))
+    assert "the tables hold it" in sink.log()
+
+
+def test_zombie_member_is_fenced(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """A member frozen (SIGSTOP) with an uncommitted batch loses its partition to another
+    member, which commits the same records; when the zombie wakes up its commit is refused
+    by the table's offsets (or it learns it lost the partition first): no duplicates."""
+    ns, topic = "zomb_%s" % uuid.uuid4().hex[:6], "zomb-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 1)
+    doc = connector(floe, table_bucket, "zomb-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "4000",
+                       "consumer.override.session.timeout.ms": "6000",
+                       "consumer.override.heartbeat.interval.ms": "500"})
+    cfg = write_config(tmp_path, doc)
+    args = ["--bootstrap-servers", kafka.bootstrap]
+    a = Sink(cfg, args=args).start()
+    b = None
+    try:
+        kafka.produce(topic, [json.dumps({"id": i}) for i in range(100)])
+        wait_rows(rest_catalog, ns + ".events", 100, a)
+        kafka.produce(topic, [json.dumps({"id": i}) for i in range(100, 200)])
+        time.sleep(1.0)                       # a holds 100..199 in its batch
+        a.proc.send_signal(signal.SIGSTOP)
+        b = Sink(cfg, args=args).start()      # gets the partition once a's session expires
+        wait_rows(rest_catalog, ns + ".events", 200, b, timeout=60)
+        a.proc.send_signal(signal.SIGCONT)    # the zombie's interval has long passed
+        time.sleep(4.0)
+        t = rows(rest_catalog, ns + ".events")
+    finally:
+        a.proc.send_signal(signal.SIGCONT)
+        rc_a = a.stop()
+        rc_b = b.stop() if b else 0
+    assert sorted(t.column("id").to_pylist()) == list(range(200)), t.num_rows
+    assert rc_a == 0 and rc_b == 0, a.log()[-2000:]
+    assert "fenced" in a.log() or "partitions lost" in a.log(), a.log()[-3000:]
+
+
+def test_dynamic_autocreate_envelope_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """Dynamic routing with auto-create from Connect-envelope JSON; a new field adds a
+    column (evolve-schema-enabled); a poison record goes to the dead-letter topic with
+    its coordinates and the reason while the rest lands."""
+    ns, topic, dlq = "dyn_%s" % uuid.uuid4().hex[:6], "dyn-" + uuid.uuid4().hex[:6], "dlq-" + uuid.uuid4().hex[:6]
+    kafka.create_topic(topic, 1)
+    kafka.create_topic(dlq, 1)
+
+    def env(i, tbl, extra=None):
+        fields = [{"field": "id", "type": "int64", "optional": False},
+                  {"field": "tbl", "type": "string", "optional": False},
+                  {"field": "at", "type": "int64", "optional": True, "name": "org.apache.kafka.connect.data.Timestamp"},
+                  {"field": "small", "type": "int32", "optional": False}]
+        payload = {"id": i, "tbl": tbl, "at": 1700000000000 + i, "small": i}
+        if extra:   # a new column, and small widened to int64 and made optional
+            fields.append({"field": "note", "type": "string", "optional": True})
+            fields[3] = {"field": "small", "type": "int64", "optional": True}
+            payload["note"] = extra
+            payload["small"] = 2 ** 40 + i
+        return json.dumps({"schema": {"type": "struct", "fields": fields, "optional": False}, "payload": payload})
+
+    vals = [env(i, "%s.A" % ns if i % 2 else "%s.b" % ns) for i in range(20)]
+    vals.insert(7, "{not json")
+    vals += [env(100 + i, "%s.b" % ns, extra="x%d" % i) for i in range(5)]
+    kafka.produce(topic, vals)
+    doc = connector(floe, table_bucket, "dyn-" + topic, topics=topic, **{
+        "iceberg.tables.dynamic-enabled": "true", "iceberg.tables.route-field": "tbl",
+        "iceberg.tables.auto-create-enabled": "true", "iceberg.tables.evolve-schema-enabled": "true",
+        "iceberg.tables.default-partition-by": "day(at)", "iceberg.table.%s.a.partition-by" % ns: "bucket(id, 4)",
+        "value.converter.schemas.enable": "true", "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.context.headers.enable": "true"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        a = wait_rows(rest_catalog, ns + ".a", 10, sink)   # routed values are lower-cased
+        b = wait_rows(rest_catalog, ns + ".b", 15, sink)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    assert sorted(a.column("id").to_pylist()) == list(range(1, 20, 2))
+    assert sorted(b.column("id").to_pylist()) == list(range(0, 20, 2)) + list(range(100, 105))
+    assert sorted(x for x in b.column("note").to_pylist() if x) == ["x%d" % i for i in range(5)]
+    tb = rest_catalog.load_table(ns + ".b")
+    assert str(tb.schema().find_field("at").field_type) == "timestamptz"
+    assert [(f.name, str(f.transform)) for f in tb.spec().fields] == [("at_day", "day")]
+    small = tb.schema().find_field("small")
+    assert str(small.field_type) == "long" and not small.required
+    assert sorted(x for x in b.column("small").to_pylist() if x >= 2 ** 40) == [2 ** 40 + 100 + i for i in range(5)]
+    ta = rest_catalog.load_table(ns + ".a")
+    assert [(f.name, str(f.transform)) for f in ta.spec().fields] == [("id_bucket", "bucket[4]")]
+    msgs = kafka.consume_all(dlq, 1)
+    assert len(msgs) == 1 and msgs[0].value() == b"{not json"
+    h = dict(msgs[0].headers())
+    assert h["__connect.errors.topic"] == topic.encode() and h["__connect.errors.offset"] == b"7"
+    assert b"not JSON" in h["__connect.errors.exception.message"]
+
+
+def test_tolerance_none_stops_and_commits_nothing_of_the_batch(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    ns, topic = "none_%s" % uuid.uuid4().hex[:6], "none-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(5)] + [json.dumps({"id": "seven"})] +
+                  [json.dumps({"id": i}) for i in range(6, 9)])
+    doc = connector(floe, table_bucket, "none-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "60000"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    rc = sink.wait(60)
+    assert rc == 1, sink.log()[-3000:]
+    assert "%s-0@5" % topic in sink.log() and "id" in sink.log()
+    t = rows(rest_catalog, ns + ".events")
+    assert t.num_rows == 0

@@ -1,0 +1,289 @@
+/* floe sink: connector configuration (src/sink/config.c), record conversion
+ * and type inference (src/sink/convert.c), the offsets in snapshot summaries
+ * (src/sink/sink.c). */
+#include "test.h"
+#include <jansson.h>
+#include <stdlib.h>
+#include "format/json_rows.h"
+#include "iceberg/schema.h"
+#include "sink/config.h"
+#include "sink/convert.h"
+#include "sink/sink.h"
+
+static const char *BASE =
+    "\"topics\":\"events\",\"iceberg.tables\":\"ns.events\",\"iceberg.catalog.type\":\"rest\","
+    "\"iceberg.catalog.uri\":\"http://127.0.0.1:1/iceberg\",\"bootstrap.servers\":\"127.0.0.1:9092\"";
+
+static fl_err_t parse(const char *text, fl_sink_config_t *c, char *err, size_t n)
+{
+    fl_err_t e = fl_sink_config_parse(text, strlen(text), c, err, n);
+    if (!e) e = fl_sink_config_finish(c, err, n);
+    return e;
+}
+
+FL_TEST(sink_config_connect_json)
+{
+    char text[2048], err[512] = "";
+    snprintf(text, sizeof text, "{\"name\":\"orders\",\"config\":{%s,\"tasks.max\":2,"
+             "\"iceberg.control.commit.interval-ms\":1000,\"value.converter.schemas.enable\":false,"
+             "\"consumer.override.max.poll.interval.ms\":\"60000\",\"iceberg.kafka.fetch.min.bytes\":\"1\","
+             "\"iceberg.catalog.rest.sigv4-enabled\":\"true\",\"iceberg.catalog.s3.path-style-access\":true}}", BASE);
+    fl_sink_config_t c;
+    REQUIRE(parse(text, &c, err, sizeof err) == FL_OK);
+    CHECK_STR(c.name, "orders");
+    CHECK_STR(c.group_id, "connect-orders");   /* as Connect names the group */
+    CHECK_EQ(c.commit_interval_ms, 1000);
+    CHECK(!c.schemas_enable);
+    CHECK(c.sigv4);
+    CHECK_EQ(c.s3_path_style, 1);
+    CHECK_EQ(c.n_tables, 1);
+    CHECK_STR(c.tables[0].table, "ns.events");
+    CHECK_STR(json_string_value(json_object_get(c.consumer, "max.poll.interval.ms")), "60000");
+    CHECK_STR(json_string_value(json_object_get(c.consumer, "fetch.min.bytes")), "1");
+    CHECK_STR(json_string_value(json_object_get(c.consumer, "bootstrap.servers")), "127.0.0.1:9092");
+    fl_sink_config_free(&c);
+}
+
+FL_TEST(sink_config_properties_and_overrides)
+{
+    const char *text = "# the connector\nname = p\ntopics: a, b ,\n"
+                       "iceberg.tables.dynamic-enabled=true\niceberg.tables.route-field=meta.table\n"
+                       "iceberg.catalog.type=rest\niceberg.catalog.uri=http://x/iceberg\n"
+                       "! comment\nerrors.tolerance=all\nerrors.deadletterqueue.topic.name=dlq\n";
+    fl_sink_config_t c;
+    char err[512] = "";
+    REQUIRE(fl_sink_config_parse(text, strlen(text), &c, err, sizeof err) == FL_OK);
+    /* flags and FLOE_* come after the file */
+    CHECK(!fl_sink_config_set(&c, "bootstrap.servers", "k:1", err, sizeof err));
+    CHECK(!fl_sink_config_set(&c, "group.id", "g1", err, sizeof err));
+    REQUIRE(fl_sink_config_finish(&c, err, sizeof err) == FL_OK);
+    CHECK_EQ(c.n_topics, 2);
+    CHECK_STR(c.topics[1], "b");
+    CHECK(c.dynamic && c.tolerance_all);
+    CHECK_STR(c.route_field, "meta.table");
+    CHECK_STR(c.dlq_topic, "dlq");
+    CHECK_STR(c.group_id, "g1");
+    CHECK(c.schemas_enable);   /* JsonConverter's default */
+    fl_sink_config_free(&c);
+}
+
+FL_TEST(sink_config_errors_name_the_key)
+{
+    static const struct { const char *extra, *want; } cases[] = {
+        { ",\"iceberg.tables.upsert-mode-enabled\":\"true\"", "iceberg.tables.upsert-mode-enabled: not supported" },
+        { ",\"transforms\":\"x\"", "transforms: not supported" },
+        { ",\"iceberg.catalog.nope\":\"1\"", "iceberg.catalog.nope: unknown key" },
+        { ",\"iceberg.table.ns.events.commit-branch\":\"b\"", "iceberg.table.ns.events.commit-branch: not supported" },
+        { ",\"iceberg.table.ns.other.route-regex\":\"x\"", "not in iceberg.tables" },
+        { ",\"value.converter\":\"io.confluent.connect.avro.AvroConverter\"", "value.converter" },
+        { ",\"iceberg.control.commit.interval-ms\":\"soon\"", "interval-ms" },
+        { ",\"iceberg.tables.dynamic-enabled\":\"true\"", "exclude each other" },
+        { ",\"errors.tolerance\":\"some\"", "errors.tolerance" },
+        { ",\"errors.deadletterqueue.topic.name\":\"d\"", "errors.tolerance=all" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[2048], err[512] = "";
+        snprintf(text, sizeof text, "{%s%s}", BASE, cases[i].extra);
+        fl_sink_config_t c;
+        fl_err_t e = parse(text, &c, err, sizeof err);
+        if (!e || !strstr(err, cases[i].want)) FL_FAIL("case %zu: e=%d err=\"%s\"", i, (int)e, err);
+        fl_sink_config_free(&c);
+    }
+    fl_sink_config_t c;
+    char err[512] = "";
+    CHECK(parse("{\"topics\":\"t\"", &c, err, sizeof err) == FL_ERR_INVALID);   /* not JSON */
+    fl_sink_config_free(&c);
+    CHECK(parse("topics\n", &c, err, sizeof err) == FL_ERR_INVALID);            /* not key=value */
+    CHECK(strstr(err, "line 1") != NULL);
+    fl_sink_config_free(&c);
+}
+
+static const char *TABLE =
+    "{\"type\":\"struct\",\"schema-id\":0,\"fields\":["
+    "{\"id\":1,\"name\":\"id\",\"required\":true,\"type\":\"long\"},"
+    "{\"id\":2,\"name\":\"name\",\"required\":false,\"type\":\"string\"},"
+    "{\"id\":3,\"name\":\"ts\",\"required\":false,\"type\":\"timestamptz\"},"
+    "{\"id\":4,\"name\":\"tm\",\"required\":false,\"type\":\"time\"},"
+    "{\"id\":5,\"name\":\"ok\",\"required\":false,\"type\":\"boolean\"},"
+    "{\"id\":6,\"name\":\"bin\",\"required\":false,\"type\":\"binary\"},"
+    "{\"id\":7,\"name\":\"price\",\"required\":false,\"type\":\"decimal(9, 2)\"},"
+    "{\"id\":8,\"name\":\"loc\",\"required\":false,\"type\":{\"type\":\"struct\",\"fields\":["
+    "{\"id\":9,\"name\":\"lat\",\"required\":false,\"type\":\"double\"}]}},"
+    "{\"id\":10,\"name\":\"tags\",\"required\":false,\"type\":{\"type\":\"map\",\"key-id\":11,\"key\":\"string\","
+    "\"value-id\":12,\"value\":\"int\",\"value-required\":false}},"
+    "{\"id\":13,\"name\":\"local\",\"required\":false,\"type\":\"timestamp\"}]}";
+
+static json_t *convert(const fl_field_t *root, const char *rec, const char *schema, bool ci, json_t *missing,
+                       char *err, size_t n)
+{
+    json_t *v = json_loads(rec, 0, NULL), *s = schema ? json_loads(schema, 0, NULL) : NULL, *out = NULL;
+    fl_err_t e = fl_sink_convert(root, v, s, ci, &out, missing, err, n);
+    json_decref(v);
+    json_decref(s);
+    return e ? NULL : out;
+}
+
+FL_TEST(sink_convert_coercions)
+{
+    json_t *sj = json_loads(TABLE, 0, NULL);
+    fl_field_t root;
+    int32_t sid;
+    char err[512] = "";
+    REQUIRE(fl_schema_from_json(sj, &root, &sid, err, sizeof err) == FL_OK);
+    json_t *missing = json_array();
+    json_t *o = convert(&root, "{\"ID\":\"42\",\"name\":{\"a\":1},\"ts\":1700000000123,\"tm\":1500,\"ok\":\"TRUE\","
+                        "\"bin\":\"AQID\",\"price\":\"12.5\",\"loc\":{\"lat\":\"1.5\",\"alt\":3},\"tags\":{\"x\":1},"
+                        "\"local\":\"2024-01-02 03:04:05+02:00\",\"extra\":true,\"gone\":null}",
+                        NULL, true, missing, err, sizeof err);
+    REQUIRE(o);
+    CHECK_EQ(json_integer_value(json_object_get(o, "id")), 42);                 /* numeric string, any case */
+    CHECK_STR(json_string_value(json_object_get(o, "name")), "{\"a\":1}");      /* objects as JSON text */
+    CHECK_EQ(json_integer_value(json_object_get(o, "ts")), 1700000000123000LL); /* epoch millis */
+    CHECK_EQ(json_integer_value(json_object_get(o, "tm")), 1500000);            /* millis of the day */
+    CHECK(json_is_true(json_object_get(o, "ok")));
+    CHECK_STR(json_string_value(json_object_get(o, "bin")), "010203");          /* base64 -> bytes */
+    CHECK_STR(json_string_value(json_object_get(o, "local")), "2024-01-02 03:04:05"); /* offset dropped */
+    CHECK_EQ(json_array_size(missing), 2);
+    CHECK_STR(json_string_value(json_array_get(missing, 0)), "loc.alt");
+    CHECK_STR(json_string_value(json_array_get(missing, 1)), "extra");
+    /* the converted record goes into columns */
+    fl_vec_t v;
+    fl_vec_init(&v, &root);
+    CHECK(fl_vec_append_json(&v, o, err, sizeof err) == FL_OK);
+    CHECK_EQ(v.len, 1);
+    json_decref(o);
+    /* failures name the field */
+    CHECK(!convert(&root, "{\"id\":\"x\"}", NULL, false, NULL, err, sizeof err));
+    CHECK(strstr(err, "field id") != NULL);
+    CHECK(!convert(&root, "{\"id\":1,\"loc\":{\"lat\":[1]}}", NULL, false, NULL, err, sizeof err));
+    CHECK(strstr(err, "loc.lat") != NULL);
+    /* a required column left null fails at the column append, before anything is written */
+    o = convert(&root, "{\"name\":\"n\"}", NULL, false, NULL, err, sizeof err);
+    REQUIRE(o);
+    CHECK(fl_vec_append_json(&v, o, err, sizeof err) != FL_OK);
+    CHECK_EQ(v.len, 1);
+    json_decref(o);
+    /* Connect decimal bytes (unscaled big-endian, base64) with the envelope's schema */
+    o = convert(&root, "{\"id\":1,\"price\":\"/zg=\"}",
+                "{\"type\":\"struct\",\"fields\":[{\"field\":\"price\",\"type\":\"bytes\",\"name\":"
+                "\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"2\"}}]}",
+                false, NULL, err, sizeof err);
+    REQUIRE(o);
+    CHECK_STR(json_string_value(json_object_get(o, "price")), "-2.00");
+    json_decref(o);
+    fl_vec_free(&v);
+    fl_field_free(&root);
+    json_decref(missing);
+    json_decref(sj);
+}
+
+FL_TEST(sink_parse_value_envelope)
+{
+    json_t *root, *v, *s;
+    char err[512] = "";
+    const char *env = "{\"schema\":{\"type\":\"struct\",\"fields\":[]},\"payload\":{\"a\":1}}";
+    REQUIRE(fl_sink_parse_value(env, strlen(env), true, &root, &v, &s, err, sizeof err) == FL_OK);
+    CHECK(json_is_object(s) && json_integer_value(json_object_get(v, "a")) == 1);
+    json_decref(root);
+    CHECK(fl_sink_parse_value("{\"a\":1}", 7, true, &root, &v, &s, err, sizeof err) == FL_ERR_INVALID);
+    CHECK(strstr(err, "schemas.enable") != NULL);
+    CHECK(fl_sink_parse_value("[1]", 3, false, &root, &v, &s, err, sizeof err) == FL_ERR_INVALID);
+    CHECK(fl_sink_parse_value("{\"a\":", 5, false, &root, &v, &s, err, sizeof err) == FL_ERR_INVALID);
+    CHECK(fl_sink_parse_value(NULL, 0, false, &root, &v, &s, err, sizeof err) == FL_OK && !root && !v); /* tombstone */
+}
+
+FL_TEST(sink_infer_schema_and_evolve)
+{
+    char err[512] = "";
+    json_t *rec = json_loads("{\"id\":1,\"x\":1.5,\"s\":\"a\",\"b\":true,\"n\":null,\"e\":[],\"o\":{\"k\":2},"
+                             "\"l\":[\"a\"]}", 0, NULL);
+    json_t *sch = NULL;
+    REQUIRE(fl_sink_infer_schema(rec, NULL, false, &sch, err, sizeof err) == FL_OK);
+    fl_field_t root;
+    int32_t sid;
+    REQUIRE(fl_schema_from_json(sch, &root, &sid, err, sizeof err) == FL_OK);   /* a valid Iceberg schema */
+    CHECK_EQ(root.n_children, 6);   /* n (null) and e (empty list) give no column */
+    CHECK(root.children[0].kind == FL_TYPE_LONG && !root.children[0].required);
+    CHECK(root.children[1].kind == FL_TYPE_DOUBLE);
+    CHECK(root.children[4].kind == FL_TYPE_STRUCT);
+    CHECK(root.children[5].kind == FL_TYPE_LIST);
+    fl_field_free(&root);
+    /* add-column: what the record has and the table lacks, nested too */
+    json_t *rec2 = json_loads("{\"id\":2,\"o\":{\"k\":3,\"k2\":\"z\"},\"new\":5}", 0, NULL);
+    int next = 100;
+    CHECK_EQ(fl_sink_evolve_struct(sch, rec2, NULL, false, &next), 2);
+    REQUIRE(fl_schema_from_json(sch, &root, &sid, err, sizeof err) == FL_OK);
+    CHECK_EQ(root.n_children, 7);
+    CHECK_STR(root.children[6].name, "new");
+    CHECK_EQ(root.children[4].n_children, 2);
+    fl_field_free(&root);
+    json_decref(rec2);
+    json_decref(sch);
+    /* with a Connect schema: its types and optionality, logical types */
+    json_t *cs = json_loads("{\"type\":\"struct\",\"fields\":[{\"field\":\"id\",\"type\":\"int32\",\"optional\":false},"
+                            "{\"field\":\"at\",\"type\":\"int64\",\"optional\":true,\"name\":"
+                            "\"org.apache.kafka.connect.data.Timestamp\"}]}", 0, NULL);
+    REQUIRE(fl_sink_infer_schema(rec, cs, false, &sch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_schema_from_json(sch, &root, &sid, err, sizeof err) == FL_OK);
+    CHECK(root.children[0].kind == FL_TYPE_INT && root.children[0].required);
+    CHECK(root.children[1].kind == FL_TYPE_TIMESTAMPTZ && !root.children[1].required);
+    fl_field_free(&root);
+    json_decref(sch);
+    json_decref(cs);
+    /* widen and make optional from a Connect schema */
+    json_t *st = json_loads("{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"a\",\"required\":true,\"type\":\"int\"},"
+                            "{\"id\":2,\"name\":\"f\",\"required\":false,\"type\":\"float\"}]}", 0, NULL);
+    json_t *cs2 = json_loads("{\"type\":\"struct\",\"fields\":[{\"field\":\"a\",\"type\":\"int64\",\"optional\":true},"
+                             "{\"field\":\"f\",\"type\":\"double\",\"optional\":true}]}", 0, NULL);
+    json_t *r3 = json_loads("{\"a\":1,\"f\":1.5}", 0, NULL);
+    next = 10;
+    CHECK_EQ(fl_sink_evolve_struct(st, r3, cs2, false, &next), 3);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(st, "fields"), 0), "type")), "long");
+    CHECK(json_is_false(json_object_get(json_array_get(json_object_get(st, "fields"), 0), "required")));
+    CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(st, "fields"), 1), "type")), "double");
+    CHECK_EQ(fl_sink_evolve_struct(st, r3, cs2, false, &next), 0);   /* nothing left to change */
+    json_decref(st);
+    json_decref(cs2);
+    json_decref(r3);
+    json_t *nul = json_loads("{\"n\":null}", 0, NULL);
+    CHECK(fl_sink_infer_schema(nul, NULL, false, &sch, err, sizeof err) == FL_ERR_INVALID);
+    json_decref(nul);
+    json_decref(rec);
+}
+
+FL_TEST(sink_route_value)
+{
+    json_t *v = json_loads("{\"meta\":{\"table\":\"NS.Orders\",\"n\":7}}", 0, NULL);
+    char buf[64];
+    CHECK_STR(fl_sink_route_value(v, "meta.table", true, buf, sizeof buf), "ns.orders");
+    CHECK_STR(fl_sink_route_value(v, "meta.table", false, buf, sizeof buf), "NS.Orders");
+    CHECK_STR(fl_sink_route_value(v, "meta.n", false, buf, sizeof buf), "7");
+    CHECK(!fl_sink_route_value(v, "meta.none", false, buf, sizeof buf));
+    json_decref(v);
+}
+
+FL_TEST(sink_table_offsets_walk_ancestry)
+{
+    /* the nearest ancestor of main that carries the group's map: a compaction
+     * snapshot in between carries none */
+    json_t *md = json_loads(
+        "{\"current-snapshot-id\":3,\"refs\":{\"main\":{\"snapshot-id\":3,\"type\":\"branch\"}},\"snapshots\":["
+        "{\"snapshot-id\":1,\"summary\":{\"floe.offsets.g\":\"{\\\"t\\\":{\\\"0\\\":5}}\"}},"
+        "{\"snapshot-id\":2,\"parent-snapshot-id\":1,\"summary\":{\"floe.offsets.g\":\"{\\\"t\\\":{\\\"0\\\":9,\\\"1\\\":4}}\"}},"
+        "{\"snapshot-id\":3,\"parent-snapshot-id\":2,\"summary\":{\"operation\":\"replace\"}}]}", 0, NULL);
+    REQUIRE(md);
+    char key[64];
+    fl_sink_offsets_key("g", key, sizeof key);
+    CHECK_STR(key, "floe.offsets.g");
+    json_t *m = fl_sink_table_offsets(md, 3, key);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(m, "t"), "0")), 9);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(m, "t"), "1")), 4);
+    json_decref(m);
+    m = fl_sink_table_offsets(md, 1, key);
+    CHECK_EQ(json_integer_value(json_object_get(json_object_get(m, "t"), "0")), 5);
+    json_decref(m);
+    m = fl_sink_table_offsets(md, 3, "floe.offsets.other");
+    CHECK_EQ(json_object_size(m), 0);
+    json_decref(m);
+    json_decref(md);
+}
