@@ -1040,3 +1040,82 @@ FL_TEST(pg_catalog_lease_race_across_nodes)
     }
     for (int i = 0; i < 3; i++) fl_catalog_close(c[i]);
 }
+
+CAT_TEST(identities)
+{
+    fl_catalog_t *c = open_fresh();
+    REQUIRE(c);
+    fl_iam_principal_t p = { .account = "111122223333", .kind = "user", .name = "alice", .arn = "arn:u/alice",
+                             .id = "AIDA1" };
+    CHECK_EQ(fl_catalog_principal_create(c, &p), FL_OK);
+    CHECK(p.created_ms > 0);
+    CHECK_EQ(fl_catalog_principal_create(c, &p), FL_ERR_EXISTS);
+    fl_iam_principal_t bob = { .account = "111122223333", .kind = "user", .name = "bob", .doc = "{}" };
+    CHECK_EQ(fl_catalog_principal_create(c, &bob), FL_OK);
+    fl_iam_principal_t g;
+    CHECK_EQ(fl_catalog_principal_get(c, "111122223333", "user", "alice", &g), FL_OK);
+    CHECK_STR(g.arn, "arn:u/alice");
+    CHECK_STR(g.doc, "");
+    free(g.doc);
+    CHECK_EQ(fl_catalog_principal_get(c, "111122223333", "role", "alice", &g), FL_ERR_NOT_FOUND);
+    fl_iam_principal_t *ps = NULL;
+    size_t n = 0;
+    CHECK_EQ(fl_catalog_principal_list(c, "111122223333", "user", &ps, &n), FL_OK);
+    REQUIRE(n == 2);
+    CHECK_STR(ps[0].name, "alice");
+    CHECK_STR(ps[1].doc, "{}");
+    fl_iam_principals_free(ps, n);
+
+    fl_iam_key_t k = { .akid = "AKIA1", .account = "111122223333", .kind = "user", .name = "alice",
+                       .secret = "sealed" };
+    CHECK_EQ(fl_catalog_key_create(c, &k), FL_OK);
+    CHECK_EQ(fl_catalog_key_create(c, &k), FL_ERR_EXISTS);
+    fl_iam_key_t s = { .akid = "ASIA1", .account = "111122223333", .kind = "session", .name = "r",
+                       .secret = "x", .expires_ms = 1000, .token_hash = "ab", .session_policy = "{\"p\":1}" };
+    CHECK_EQ(fl_catalog_key_create(c, &s), FL_OK);
+    fl_iam_key_t kg;
+    CHECK_EQ(fl_catalog_key_get(c, "AKIA1", &kg), FL_OK);
+    CHECK_STR(kg.status, "Active");
+    CHECK_EQ(kg.last_used_ms, 0);
+    free(kg.session_policy);
+    CHECK_EQ(fl_catalog_key_touch(c, "AKIA1", 500), FL_OK);
+    CHECK_EQ(fl_catalog_key_touch(c, "AKIA1", 400), FL_OK);     /* only forward */
+    CHECK_EQ(fl_catalog_key_set_status(c, "AKIA1", "Inactive"), FL_OK);
+    CHECK_EQ(fl_catalog_key_set_status(c, "NOPE", "Inactive"), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_key_get(c, "AKIA1", &kg), FL_OK);
+    CHECK_EQ(kg.last_used_ms, 500);
+    CHECK_STR(kg.status, "Inactive");
+    free(kg.session_policy);
+    fl_iam_key_t *ks = NULL;
+    CHECK_EQ(fl_catalog_key_list(c, "111122223333", "user", "alice", &ks, &n), FL_OK);
+    CHECK_EQ(n, 1);
+    fl_iam_keys_free(ks, n);
+    CHECK_EQ(fl_catalog_key_prune(c, 2000), FL_OK);
+    CHECK_EQ(fl_catalog_key_get(c, "ASIA1", &kg), FL_ERR_NOT_FOUND);
+
+    CHECK_EQ(fl_catalog_iam_policy_put(c, "111122223333", "user", "alice", "p1", "{\"a\":1}"), FL_OK);
+    CHECK_EQ(fl_catalog_iam_policy_put(c, "111122223333", "user", "alice", "p1", "{\"a\":2}"), FL_OK);
+    CHECK_EQ(fl_catalog_iam_policy_put(c, "111122223333", "user", "alice", "arn:p0", "managed"), FL_OK);
+    char **names = NULL, **docs = NULL;
+    CHECK_EQ(fl_catalog_iam_policy_list(c, "111122223333", "user", "alice", NULL, &names, &docs, &n), FL_OK);
+    REQUIRE(n == 2);
+    CHECK_STR(names[0], "arn:p0");
+    CHECK_STR(docs[1], "{\"a\":2}");
+    for (size_t i = 0; i < n; i++) { free(names[i]); free(docs[i]); }
+    free(names);
+    free(docs);
+    CHECK_EQ(fl_catalog_iam_policy_list(c, "111122223333", "user", "alice", "nope", &names, &docs, &n),
+             FL_ERR_NOT_FOUND);
+    free(names);
+    free(docs);
+    /* a principal with keys or policies is not deleted */
+    CHECK_EQ(fl_catalog_principal_delete(c, "111122223333", "user", "alice"), FL_ERR_NOT_EMPTY);
+    CHECK_EQ(fl_catalog_iam_policy_delete(c, "111122223333", "user", "alice", "p1"), FL_OK);
+    CHECK_EQ(fl_catalog_iam_policy_delete(c, "111122223333", "user", "alice", "p1"), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_iam_policy_delete(c, "111122223333", "user", "alice", "arn:p0"), FL_OK);
+    CHECK_EQ(fl_catalog_key_delete(c, "AKIA1"), FL_OK);
+    CHECK_EQ(fl_catalog_key_delete(c, "AKIA1"), FL_ERR_NOT_FOUND);
+    CHECK_EQ(fl_catalog_principal_delete(c, "111122223333", "user", "alice"), FL_OK);
+    CHECK_EQ(fl_catalog_principal_delete(c, "111122223333", "user", "alice"), FL_ERR_NOT_FOUND);
+    fl_catalog_close(c);
+}
