@@ -19,6 +19,8 @@
 #   CATALOG_LOAD_SNAPSHOTS=50  snapshots committed to the loadTable table first
 #   BENCH_TMPDIR=bench/out   where the data dir goes (a real disk, not tmpfs)
 #   FLOE_BIN=build/floe
+#   BENCH_CATALOG=postgres   floe's catalog in a throw-away PostgreSQL (scripts/pg-test-server.sh)
+#                            instead of its SQLite file
 set -euo pipefail
 
 # shellcheck source=bench/lib.sh
@@ -33,8 +35,10 @@ BUDGET_S=240 # no new runs after this many seconds (whole script < 5 min; with p
 bench_start catalog catalog- # OUT=bench/out/catalog-STAMP, RESULTS, DATA
 
 FLOE_PID=
+PG_DIR=
 declare -A PEER_PID=() # peer -> pid (a process group leader for ref and seaweedfs)
 cleanup() {
+    if [ -n "$PG_DIR" ]; then bash "$ROOT/scripts/pg-test-server.sh" stop "$PG_DIR" || true; fi
     if [ -n "$FLOE_PID" ]; then stop_pid "$FLOE_PID"; fi
     local p
     for p in "${!PEER_PID[@]}"; do
@@ -59,10 +63,18 @@ fi
 P1=$(pick_port)
 P2=$(pick_port)
 while [ "$P2" = "$P1" ]; do P2=$(pick_port); done
-log "starting floe: S3 127.0.0.1:$P1, catalog 127.0.0.1:$P2"
+CATALOG_ARGS=()
+CATALOG_DESC="SQLite catalog (WAL, synchronous=FULL)"
+if [ "${BENCH_CATALOG:-}" = postgres ]; then
+    PG_DIR=$(mktemp -d /tmp/floe-pg-bench-XXXXXX)
+    PG_URL=$(bash "$ROOT/scripts/pg-test-server.sh" start "$PG_DIR")
+    CATALOG_ARGS=(--catalog-db "$PG_URL")
+    CATALOG_DESC="PostgreSQL $(psql -XAtq "$PG_URL" -c 'show server_version') catalog on 127.0.0.1 (fsync off, synchronous_commit on)"
+fi
+log "starting floe: S3 127.0.0.1:$P1, catalog 127.0.0.1:$P2, $CATALOG_DESC"
 FLOE_ROOT_ACCESS_KEY_ID=$ACCESS_KEY FLOE_ROOT_SECRET_ACCESS_KEY=$SECRET_KEY \
     "$FLOE_BIN" serve --data-dir "$DATA" --s3-listen "127.0.0.1:$P1" \
-    --catalog-listen "127.0.0.1:$P2" --access-log false >"$OUT/floe.log" 2>&1 &
+    --catalog-listen "127.0.0.1:$P2" --access-log false "${CATALOG_ARGS[@]}" >"$OUT/floe.log" 2>&1 &
 FLOE_PID=$!
 ENDPOINT=http://127.0.0.1:$P2
 wait_http_200 "$ENDPOINT/health" 30 "$FLOE_PID" || { log "floe did not start (see $OUT/floe.log)"; cat "$OUT/floe.log" >&2; exit 1; }
@@ -199,7 +211,7 @@ LOAD_META=$(jget resp_bytes <"$RESULTS" | head -1)
 {
     echo "floe catalog benchmark  $STAMP"
     echo "machine : $(machine_line); data dir on $FSTYPE"
-    echo "server  : floe $GIT_REV serve --access-log false, catalog port 127.0.0.1, SQLite catalog (WAL, synchronous=FULL)"
+    echo "server  : floe $GIT_REV serve --access-log false, catalog port 127.0.0.1, $CATALOG_DESC"
     echo "client  : bench/catalogload, one thread + one keep-alive HTTP/1.1 connection per client, SigV4 's3tables'"
     echo "          (body SHA-256 signed), 1 untimed loadTable per client, then all start at a barrier"
     echo "load    : GET /iceberg/v1/{arn}/namespaces/bench/tables/t; the table has $LOAD_SNAPSHOTS snapshots (metadata ${LOAD_META:-?} bytes)"

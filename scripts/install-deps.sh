@@ -6,7 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 DEBS=(build-essential pkgconf cmake
       libssl-dev libsqlite3-dev libexpat1-dev libjansson-dev zlib1g-dev libcurl4-openssl-dev
-      libzstd-dev libsnappy-dev liblz4-dev librdkafka-dev
+      libzstd-dev libsnappy-dev liblz4-dev librdkafka-dev libpq-dev postgresql haproxy
       clang libclang-rt-dev s3cmd curl sqlite3 python3-venv
       openjdk-17-jdk-headless maven)
 

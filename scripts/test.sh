@@ -24,5 +24,8 @@ echo "== compat: Kafka Connect with the Iceberg sink into floe (reduced; 'make c
 if [ "${FLOE_SKIP_COMPAT:-0}" != 1 ]; then
   bash tests/compat/ci.sh
 fi
+echo "== integration on PostgreSQL: the catalog, REST and S3 Tables tests with every floe serve on a test PostgreSQL (FLOE_TEST_CATALOG=postgres)"
+FLOE_TEST_CATALOG=postgres FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider \
+  tests/integration/test_tables_api.py tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py
 echo "== integration tests (real clients against the ASan+UBSan floe)"
 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"

@@ -610,6 +610,11 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
             fail(msg, mlen, e, "The table was dropped.");
             goto out;
         }
+        if (e == FL_ERR_INTERNAL) { /* the catalog store was unreachable: nothing was written */
+            fl_error("catalog: pointer swap failed: %s (nothing was committed)", fl_err_str(e));
+            fail(msg, mlen, e, "The catalog store is unavailable; nothing was committed.");
+            goto out;
+        }
         if (e) {
             fl_error("catalog: pointer swap failed: %s", fl_err_str(e));
             e = fail(msg, mlen, FL_ERR_IO, "The commit's outcome is unknown.");

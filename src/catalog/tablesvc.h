@@ -177,7 +177,8 @@ typedef struct fl_tablesvc_commit {
  * existing table; FL_ERR_INVALID: a malformed requirement or update, or too
  * many updates (FL_ICEBERG_MAX_COMMIT_UPDATES); FL_ERR_IO: the swap failed and
  * its outcome is unknown (the written files are kept); FL_ERR_INTERNAL: a file
- * or the store failed before the swap. msg explains every failure. On failure
+ * or the store failed before the swap, or the catalog store was unreachable
+ * and nothing was committed. msg explains every failure. On failure
  * no result is held. */
 fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tablesvc_change_t *ch, size_t n,
                             char *msg, size_t mlen);

@@ -31,7 +31,7 @@
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
        OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT_S3_DOMAIN,
-       OPT_LOCATION_SCHEME, OPT__COUNT };
+       OPT_LOCATION_SCHEME, OPT_CATALOG_DB, OPT_DRAIN, OPT__COUNT };
 
 /* http://HOST:PORT for a listen address and the port it got (a wildcard host
  * is shown as 127.0.0.1; port 0 in the address is the bound port). */
@@ -67,7 +67,55 @@ static const struct {
     [OPT_MAINT_THREADS] = { "maintenance-threads", "FLOE_MAINTENANCE_THREADS", "1", "maintenance jobs run at once (1-16)", false },
     [OPT_S3_DOMAIN] = { "s3-domain", "FLOE_S3_DOMAIN", "", "virtual-hosted buckets on the data plane: Host {bucket}.DOMAIN names the bucket (the path is the key); the catalog hands out oss.endpoint http://DOMAIN:PORT", false },
     [OPT_LOCATION_SCHEME] = { "location-scheme", "FLOE_LOCATION_SCHEME", "s3", "scheme of new tables' locations: 's3' (s3://) or 'oss' (oss://, as OSS Tables; both are read)", false },
+    [OPT_CATALOG_DB] = { "catalog-db", "FLOE_CATALOG_DB", "", "catalog store: postgresql://USER:PASSWORD@HOST:PORT/DB, shared by several nodes (default: DATA-DIR/catalog.db, SQLite)", false },
+    [OPT_DRAIN] = { "drain-seconds", "FLOE_DRAIN_SECONDS", "0", "on SIGTERM, keep serving this long while /health answers 503 (a load balancer stops sending), then stop", false },
 };
+
+/* /health: the catalog store and the object store answer (checked at most
+ * once a second; every connection thread may ask), and the node is not
+ * draining. */
+typedef struct health {
+    fl_catalog_t *cat;
+    fl_store_t *store;
+    pthread_mutex_t mu;
+    int64_t checked_ms;
+    bool ok;
+    char detail[256];
+    bool draining;                     /* under mu */
+} health_t;
+
+static bool health_check(void *ud, char *detail, size_t cap)
+{
+    health_t *h = ud;
+    pthread_mutex_lock(&h->mu);
+    int64_t now = fl_mono_ms();
+    if (!h->cat) {
+        h->ok = false;
+        snprintf(h->detail, sizeof h->detail, "node: starting\n");
+    } else if (!h->checked_ms || now - h->checked_ms >= 1000) {
+        fl_bucket_info_t bi;
+        bool cat_ok = fl_catalog_ping(h->cat) == FL_OK;
+        fl_err_t se = fl_store_bucket_head(h->store, "floe-health-probe", &bi);
+        bool store_ok = se == FL_OK || se == FL_ERR_NO_BUCKET;
+        snprintf(h->detail, sizeof h->detail, "catalog %s: %s\nstore: %s\n", fl_catalog_backend(h->cat),
+                 cat_ok ? "ok" : "unreachable", store_ok ? "ok" : "unreachable");
+        h->ok = cat_ok && store_ok;
+        h->checked_ms = now;
+    }
+    bool ok = h->ok && !h->draining;
+    snprintf(detail, cap, "%s%s", h->detail, h->draining ? "node: draining\n" : "");
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+/* where with any password replaced by "***" (for logs). */
+static void redact_url(const char *where, char *out, size_t cap)
+{
+    const char *at = strchr(where, '@'), *scheme = strstr(where, "://");
+    const char *colon = scheme && at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+    if (colon) snprintf(out, cap, "%.*s:***%s", (int)(colon - where), where, at);
+    else snprintf(out, cap, "%s", where);
+}
 
 static void usage(FILE *f)
 {
@@ -216,6 +264,7 @@ int fl_cmd_serve(int argc, char **argv)
     fl_iam_t *iam = NULL;
     fl_maint_t *maint = NULL;
     fl_http_server_t *s3srv = NULL, *catsrv = NULL;
+    health_t hc = { .mu = PTHREAD_MUTEX_INITIALIZER };
     const char *dir = vals[OPT_DATA_DIR];
     char objdir[4096];
     if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
@@ -236,9 +285,14 @@ int fl_cmd_serve(int argc, char **argv)
     if (!store) goto out;
 
     char catpath[4200], public_s3[512];
-    snprintf(catpath, sizeof catpath, "%s/catalog.db", dir);
+    if (vals[OPT_CATALOG_DB][0]) snprintf(catpath, sizeof catpath, "%s", vals[OPT_CATALOG_DB]);
+    else snprintf(catpath, sizeof catpath, "%s/catalog.db", dir);
     cat = fl_catalog_open(catpath);
     if (!cat) goto out;
+    pthread_mutex_lock(&hc.mu);
+    hc.cat = cat;
+    hc.store = store;
+    pthread_mutex_unlock(&hc.mu);
     iam = fl_iam_open(cat, dir, &keys, vals[OPT_ACCOUNT]);
     if (!iam) goto out;
     fl_s3_cfg_t s3cfg = {
@@ -248,7 +302,7 @@ int fl_cmd_serve(int argc, char **argv)
     };
     bool access_log = truthy(vals[OPT_ACCESS_LOG]);
     fl_http_server_cfg_t hs = { .name = "s3", .listen = vals[OPT_S3_LISTEN], .handler = fl_s3_handle,
-                                .ud = &s3cfg, .access_log = access_log };
+                                .ud = &s3cfg, .access_log = access_log, .health = health_check, .health_ud = &hc };
     s3srv = fl_http_server_start(&hs);
     if (!s3srv) goto out;
     if (vals[OPT_PUBLIC_S3][0]) snprintf(public_s3, sizeof public_s3, "%s", vals[OPT_PUBLIC_S3]);
@@ -273,7 +327,7 @@ int fl_cmd_serve(int argc, char **argv)
         .insecure_no_auth = s3cfg.insecure_no_auth, .lookup = fl_iam_lookup, .lookup_ud = iam, .iam = iam,
     };
     fl_http_server_cfg_t cs = { .name = "catalog", .listen = vals[OPT_CATALOG_LISTEN], .handler = fl_catalog_handle,
-                                .ud = &catcfg, .access_log = access_log };
+                                .ud = &catcfg, .access_log = access_log, .health = health_check, .health_ud = &hc };
     catsrv = fl_http_server_start(&cs);
     if (!catsrv) goto out;
     fl_tablesvc_sweep(svc, fl_now_ms() - FL_STALE_UPLOAD_S * 1000LL);
@@ -282,6 +336,11 @@ int fl_cmd_serve(int argc, char **argv)
     long threads = strtol(vals[OPT_MAINT_THREADS], NULL, 10);
     if (*end || interval_s < 0 || interval_s > 86400 * 365 || threads < 1 || threads > FL_MAINT_MAX_THREADS) {
         fl_error("--maintenance-interval wants seconds (0 = off) and --maintenance-threads 1-%d", FL_MAINT_MAX_THREADS);
+        goto out;
+    }
+    double drain_s = strtod(vals[OPT_DRAIN], &end);
+    if (*end || drain_s < 0 || drain_s > 3600) {
+        fl_error("--drain-seconds wants 0-3600");
         goto out;
     }
     char node[37];
@@ -294,6 +353,9 @@ int fl_cmd_serve(int argc, char **argv)
     if (s3cfg.insecure_no_auth) fl_warn("--insecure-no-auth: unsigned requests are accepted");
     printf("floe serve\n");
     printf("  data dir        %s\n", dir);
+    char redacted[4200];
+    redact_url(catpath, redacted, sizeof redacted);
+    printf("  catalog store   %s (%s)\n", fl_catalog_backend(cat), redacted);
     char cat_url[512];
     listen_url(vals[OPT_CATALOG_LISTEN], fl_http_server_port(catsrv), cat_url, sizeof cat_url);
     printf("  S3 data plane   %s (port %d)\n", public_s3, fl_http_server_port(s3srv));
@@ -316,6 +378,19 @@ int fl_cmd_serve(int argc, char **argv)
         struct timespec ts = { .tv_sec = 60 };
         int sig = sigtimedwait(&set, NULL, &ts);
         if (sig == SIGTERM || sig == SIGINT) {
+            if (drain_s > 0 && !hc.draining) {
+                /* /health says 503 from now on; keep serving until the balancer has noticed */
+                fl_info("signal %d: draining for %gs (/health answers 503), then shutting down", sig, drain_s);
+                pthread_mutex_lock(&hc.mu);
+                hc.draining = 1;
+                pthread_mutex_unlock(&hc.mu);
+                int64_t until = fl_mono_ms() + (int64_t)(drain_s * 1000);
+                while (fl_mono_ms() < until) {
+                    int64_t left = until - fl_mono_ms();
+                    struct timespec d = { .tv_sec = left / 1000, .tv_nsec = (left % 1000) * 1000000L };
+                    if (sigtimedwait(&set, NULL, &d) == SIGINT) break;   /* a second ^C: now */
+                }
+            }
             fl_info("signal %d: shutting down", sig);
             break;
         }

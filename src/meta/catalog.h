@@ -3,10 +3,21 @@
  * encryption, tags). The S3 Tables control plane and the Iceberg REST catalog
  * are two views of these rows.
  *
- * Embedded backend: SQLite (WAL, versioned migrations) in DATA_DIR/catalog.db.
+ * Two backends with one schema and one behaviour (catalog_int.h):
+ * - embedded: SQLite (WAL, versioned migrations) in DATA_DIR/catalog.db;
+ * - scale-out: PostgreSQL (libpq, base/pg.h), shared by several floe serve
+ *   nodes, given as a postgresql:// URL.
  * A table's pointer (metadata_location, version_token) moves only through a
- * compare-and-swap on version_token, in one transaction (BEGIN IMMEDIATE), so
- * exactly one of two racing commits wins. Thread-safe; calls block (SQLite). */
+ * compare-and-swap on version_token, in one transaction (SQLite: BEGIN
+ * IMMEDIATE; PostgreSQL: UPDATE ... WHERE version_token = $expected), so
+ * exactly one of two racing commits wins, whichever node they come from.
+ * Thread-safe; calls block.
+ *
+ * Errors beyond each call's own: FL_ERR_CONFLICT the store was busy and
+ * nothing was written (retry); FL_ERR_INTERNAL the store could not be reached
+ * and nothing was written (PostgreSQL); FL_ERR_IO any other failure, and for a
+ * write whose connection was lost while it committed, an outcome that could
+ * not be determined. */
 #ifndef FL_META_CATALOG_H
 #define FL_META_CATALOG_H
 #include <stdbool.h>
@@ -17,9 +28,16 @@
 
 typedef struct fl_catalog fl_catalog_t;
 
-/* Opens (creating and migrating) the catalog database at path. NULL on error (logged). */
-fl_catalog_t *fl_catalog_open(const char *path);
+/* Opens (creating and migrating) the catalog: a postgresql:// (or
+ * postgres://) URL, else the path of a SQLite file. NULL on error (logged). */
+fl_catalog_t *fl_catalog_open(const char *where);
 void fl_catalog_close(fl_catalog_t *c);
+/* Whether where names a PostgreSQL database (a URL) rather than a file. */
+bool fl_catalog_is_url(const char *where);
+/* "sqlite" or "postgresql". */
+const char *fl_catalog_backend(const fl_catalog_t *c);
+/* FL_OK when the store answers now (for /health); never blocks long. */
+fl_err_t fl_catalog_ping(fl_catalog_t *c);
 
 #define FL_NAME_MAX 256
 #define FL_LOC_MAX 2048

@@ -20,8 +20,12 @@
  * Listing is a range scan of a primary key: the lower bound is the greater of
  * the prefix (inclusive) and the "after" cursor (exclusive), the upper bound
  * the prefix's successor. With no prefix the upper bound is an empty BLOB,
- * which sorts after every TEXT value. Names compare bytewise (BINARY). */
-#include "meta/catalog.h"
+ * which sorts after every TEXT value. Names compare bytewise (BINARY).
+ *
+ * The statements are catalog_sql.h's, shared with the PostgreSQL backend
+ * (postgres.c), which mirrors this file function for function. */
+#include "meta/catalog_int.h"
+#include "meta/catalog_sql.h"
 #include "base/uuid.h"
 #include "base/buf.h"
 #include "base/log.h"
@@ -35,8 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-
-
 
 /* ---- schema ---- */
 
@@ -84,136 +86,11 @@ static const char *const migrations[] = {
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
-#define B_COLS "name, arn, owner, id, created_ms"
-#define N_COLS "bucket, name, id, owner, created_by, created_ms, properties"
-#define T_COLS "bucket, namespace, name, id, arn, type, format, kind, warehouse," \
-               " metadata_location, version_token, owner, created_by, modified_by," \
-               " created_ms, modified_ms"
-#define KIND_OK " AND (?9 IS NULL OR kind = ?9)"
-
-enum {
-    ST_B_INS, ST_B_GET, ST_B_LIST_GE, ST_B_LIST_GT, ST_B_HASNS, ST_B_DEL,
-    ST_N_INS, ST_N_GET, ST_N_LIST_GE, ST_N_LIST_GT, ST_N_PROPS, ST_N_HASTBL, ST_N_DEL,
-    ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
-    ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
-    ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
-    ST_P_INS, ST_P_GET, ST_P_LIST, ST_P_HASDEPS, ST_P_DEL,
-    ST_K_INS, ST_K_GET, ST_K_LIST, ST_K_STATUS, ST_K_TOUCH, ST_K_DEL, ST_K_PRUNE,
-    ST_IP_PUT, ST_IP_GET, ST_IP_LIST, ST_IP_DEL,
-    ST_M_CLAIM, ST_M_BEAT, ST_M_FREE, ST_M_FREE_OWNER, ST_M_DEL_ARN, ST_R_INS, ST_R_PRUNE, ST_R_LIST, ST_R_DEL_ARN,
-    ST_COUNT
-};
-
-/* Bind numbering: ?1 bucket/arn, ?2 namespace, ... as each function documents.
- * List statements: ?5 lower bound, ?6 upper bound, ?7 limit, ?8 prefix, ?9 kind. */
-static const char *const st_sql[ST_COUNT] = {
-    [ST_B_INS] = "INSERT INTO table_buckets(" B_COLS ") VALUES(?1, ?2, ?3, ?4, ?5)"
-                 " ON CONFLICT DO NOTHING",
-    [ST_B_GET] = "SELECT " B_COLS " FROM table_buckets WHERE name = ?1",
-    [ST_B_LIST_GE] = "SELECT " B_COLS " FROM table_buckets WHERE name >= ?5 AND name < ?6"
-                     " ORDER BY name LIMIT ?7",
-    [ST_B_LIST_GT] = "SELECT " B_COLS " FROM table_buckets WHERE name > ?5 AND name < ?6"
-                     " ORDER BY name LIMIT ?7",
-    [ST_B_HASNS] = "SELECT 1 FROM namespaces WHERE bucket = ?1 LIMIT 1",
-    [ST_B_DEL] = "DELETE FROM table_buckets WHERE name = ?1 RETURNING arn",
-    [ST_N_INS] = "INSERT INTO namespaces(" N_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-                 " ON CONFLICT DO NOTHING",
-    [ST_N_GET] = "SELECT " N_COLS " FROM namespaces WHERE bucket = ?1 AND name = ?2",
-    [ST_N_LIST_GE] = "SELECT " N_COLS " FROM namespaces WHERE bucket = ?1 AND name >= ?5"
-                     " AND name < ?6 ORDER BY name LIMIT ?7",
-    [ST_N_LIST_GT] = "SELECT " N_COLS " FROM namespaces WHERE bucket = ?1 AND name > ?5"
-                     " AND name < ?6 ORDER BY name LIMIT ?7",
-    [ST_N_PROPS] = "UPDATE namespaces SET properties = ?3 WHERE bucket = ?1 AND name = ?2",
-    [ST_N_HASTBL] = "SELECT 1 FROM tables WHERE bucket = ?1 AND namespace = ?2 LIMIT 1",
-    [ST_N_DEL] = "DELETE FROM namespaces WHERE bucket = ?1 AND name = ?2",
-    [ST_T_INS] = "INSERT INTO tables(" T_COLS ") VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-                 " ?10, ?11, ?12, ?13, ?14, ?15, ?16) ON CONFLICT DO NOTHING",
-    [ST_T_GET] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
-    [ST_T_GET_ARN] = "SELECT " T_COLS " FROM tables WHERE arn = ?1",
-    [ST_T_GET_WH] = "SELECT " T_COLS " FROM tables WHERE warehouse = ?1",
-    /* one namespace: a range of name */
-    [ST_T_LIST1_GE] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1 AND namespace = ?2"
-                      " AND name >= ?5 AND name < ?6" KIND_OK " ORDER BY name LIMIT ?7",
-    [ST_T_LIST1_GT] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1 AND namespace = ?2"
-                      " AND name > ?5 AND name < ?6" KIND_OK " ORDER BY name LIMIT ?7",
-    /* every namespace: a range of (namespace, name), the name prefix as a filter */
-    [ST_T_LISTN_GE] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1"
-                      " AND (namespace, name) >= (?2, ?3) AND name >= ?8 AND name < ?6" KIND_OK
-                      " ORDER BY namespace, name LIMIT ?7",
-    [ST_T_LISTN_GT] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1"
-                      " AND (namespace, name) > (?2, ?3) AND name >= ?8 AND name < ?6" KIND_OK
-                      " ORDER BY namespace, name LIMIT ?7",
-    [ST_T_TOKEN] = "SELECT version_token, arn, id FROM tables"
-                   " WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
-    [ST_T_SWAP] = "UPDATE tables SET metadata_location = ?4, version_token = ?5,"
-                  " modified_ms = ?6, modified_by = coalesce(?7, modified_by)"
-                  " WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
-    [ST_T_RENAME] = "UPDATE tables SET namespace = ?4, name = ?5, version_token = ?6,"
-                    " modified_ms = ?7 WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
-    [ST_T_DEL] = "DELETE FROM tables WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
-    [ST_D_PUT] = "INSERT INTO docs(arn, kind, json) VALUES(?1, ?2, ?3)"
-                 " ON CONFLICT(arn, kind) DO UPDATE SET json = excluded.json",
-    [ST_D_GET] = "SELECT json FROM docs WHERE arn = ?1 AND kind = ?2",
-    [ST_D_DEL] = "DELETE FROM docs WHERE arn = ?1 AND kind = ?2",
-    [ST_D_DEL_ARN] = "DELETE FROM docs WHERE arn = ?1",
-    [ST_D_LIST] = "SELECT kind, json FROM docs WHERE arn = ?1 AND kind >= ?5 AND kind < ?6"
-                  " ORDER BY kind",
-    /* identities: ?1 account, ?2 kind, ?3 name */
-    [ST_P_INS] = "INSERT INTO iam_principals(account, kind, name, arn, id, created_ms, doc)"
-                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT DO NOTHING",
-    [ST_P_GET] = "SELECT account, kind, name, arn, id, created_ms, doc FROM iam_principals"
-                 " WHERE account = ?1 AND kind = ?2 AND name = ?3",
-    [ST_P_LIST] = "SELECT account, kind, name, arn, id, created_ms, doc FROM iam_principals"
-                  " WHERE account = ?1 AND kind = ?2 ORDER BY name",
-    [ST_P_HASDEPS] = "SELECT 1 FROM iam_keys WHERE account = ?1 AND kind = ?2 AND name = ?3"
-                     " UNION ALL SELECT 1 FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3",
-    [ST_P_DEL] = "DELETE FROM iam_principals WHERE account = ?1 AND kind = ?2 AND name = ?3",
-    [ST_K_INS] = "INSERT INTO iam_keys(akid, account, kind, name, secret, status, created_ms, last_used_ms,"
-                 " expires_ms, token_hash, session_name, session_policy)"
-                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
-    [ST_K_GET] = "SELECT akid, account, kind, name, secret, status, created_ms, last_used_ms, expires_ms,"
-                 " token_hash, session_name, session_policy FROM iam_keys WHERE akid = ?1",
-    [ST_K_LIST] = "SELECT akid, account, kind, name, secret, status, created_ms, last_used_ms, expires_ms,"
-                  " token_hash, session_name, session_policy FROM iam_keys"
-                  " WHERE account = ?1 AND kind = ?2 AND name = ?3 ORDER BY created_ms, akid",
-    [ST_K_STATUS] = "UPDATE iam_keys SET status = ?2 WHERE akid = ?1",
-    [ST_K_TOUCH] = "UPDATE iam_keys SET last_used_ms = ?2 WHERE akid = ?1 AND last_used_ms < ?2",
-    [ST_K_DEL] = "DELETE FROM iam_keys WHERE akid = ?1",
-    [ST_K_PRUNE] = "DELETE FROM iam_keys WHERE expires_ms > 0 AND expires_ms < ?1",
-    [ST_IP_PUT] = "INSERT INTO iam_policies(account, kind, name, policy_name, doc) VALUES(?1, ?2, ?3, ?4, ?5)"
-                  " ON CONFLICT(account, kind, name, policy_name) DO UPDATE SET doc = excluded.doc",
-    [ST_IP_GET] = "SELECT policy_name, doc FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3"
-                  " AND policy_name = ?4",
-    [ST_IP_LIST] = "SELECT policy_name, doc FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3"
-                   " ORDER BY policy_name",
-    [ST_IP_DEL] = "DELETE FROM iam_policies WHERE account = ?1 AND kind = ?2 AND name = ?3 AND policy_name = ?4",
-    /* ?1 arn, ?2 type, ?3 owner, ?4 now, ?5 lease until */
-    [ST_M_CLAIM] = "INSERT INTO maintenance_jobs(table_arn, type, owner, claimed_ms, heartbeat_ms, lease_until_ms)"
-                   " VALUES(?1, ?2, ?3, ?4, ?4, ?5) ON CONFLICT(table_arn) DO UPDATE SET type = excluded.type,"
-                   " owner = excluded.owner, claimed_ms = excluded.claimed_ms, heartbeat_ms = excluded.heartbeat_ms,"
-                   " lease_until_ms = excluded.lease_until_ms WHERE maintenance_jobs.owner = ''"
-                   " OR maintenance_jobs.lease_until_ms <= excluded.claimed_ms",
-    [ST_M_BEAT] = "UPDATE maintenance_jobs SET heartbeat_ms = ?4, lease_until_ms = ?5"
-                  " WHERE table_arn = ?1 AND owner = ?3",
-    [ST_M_FREE] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE table_arn = ?1 AND owner = ?3",
-    [ST_M_FREE_OWNER] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE owner = ?3",
-    [ST_M_DEL_ARN] = "DELETE FROM maintenance_jobs WHERE table_arn = ?1",
-    [ST_R_INS] = "INSERT INTO maintenance_runs(table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in,"
-                 " files_out, bytes_out, snapshots_removed, objects_removed, commits, message)"
-                 " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-    [ST_R_PRUNE] = "DELETE FROM maintenance_runs WHERE table_arn = ?1 AND id < (SELECT id FROM maintenance_runs"
-                   " WHERE table_arn = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
-    [ST_R_LIST] = "SELECT id, table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in, files_out,"
-                  " bytes_out, snapshots_removed, objects_removed, commits, message FROM maintenance_runs"
-                  " WHERE table_arn = ?1 AND id < ?2 ORDER BY id DESC LIMIT ?3",
-    [ST_R_DEL_ARN] = "DELETE FROM maintenance_runs WHERE table_arn = ?1",
-};
+#define st_sql fl_catalog_sql
 
 typedef fl_sqlite_conn_t fl_conn_t;
 
-struct fl_catalog {
-    fl_sqlite_t *db;
-};
+static const fl_catalog_ops_t sq_ops;
 
 /* ---- small helpers ---- */
 
@@ -326,7 +203,7 @@ static fl_err_t collect_rows(fl_conn_t *k, sqlite3_stmt *st, int max, size_t ele
     return FL_OK;
 }
 
-fl_catalog_t *fl_catalog_open(const char *path)
+fl_catalog_t *fl_catalog_sqlite_open(const char *path)
 {
     fl_sqlite_cfg_t cfg = {
         .label = "catalog", .path = path, .migrations = migrations, .n_migrations = SCHEMA_VERSION,
@@ -335,11 +212,12 @@ fl_catalog_t *fl_catalog_open(const char *path)
     fl_sqlite_t *db = fl_sqlite_open(&cfg);
     if (!db) return NULL;
     fl_catalog_t *c = fl_calloc(1, sizeof *c);
+    c->ops = &sq_ops;
     c->db = db;
     return c;
 }
 
-void fl_catalog_close(fl_catalog_t *c)
+static void sq_close(fl_catalog_t *c)
 {
     if (!c) return;
     fl_sqlite_close(c->db);
@@ -348,7 +226,7 @@ void fl_catalog_close(fl_catalog_t *c)
 
 /* ---- table buckets ---- */
 
-fl_err_t fl_catalog_bucket_create(fl_catalog_t *c, fl_tbucket_t *b)
+static fl_err_t sq_bucket_create(fl_catalog_t *c, fl_tbucket_t *b)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -370,7 +248,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *out)
+static fl_err_t sq_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *out)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
@@ -383,7 +261,7 @@ fl_err_t fl_catalog_bucket_get(fl_catalog_t *c, const char *name, fl_tbucket_t *
     return err;
 }
 
-fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char *after, int max,
+static fl_err_t sq_bucket_list(fl_catalog_t *c, const char *prefix, const char *after, int max,
                                 fl_tbucket_t **out, size_t *n, bool *more)
 {
     char *hi = NULL;
@@ -403,7 +281,7 @@ fl_err_t fl_catalog_bucket_list(fl_catalog_t *c, const char *prefix, const char 
     return err;
 }
 
-fl_err_t fl_catalog_bucket_delete(fl_catalog_t *c, const char *name)
+static fl_err_t sq_bucket_delete(fl_catalog_t *c, const char *name)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -454,7 +332,7 @@ static fl_err_t ns_check(fl_conn_t *k, const char *bucket, const char *ns)
     return err;
 }
 
-fl_err_t fl_catalog_ns_create(fl_catalog_t *c, fl_namespace_t *ns)
+static fl_err_t sq_ns_create(fl_catalog_t *c, fl_namespace_t *ns)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -479,7 +357,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_ns_get(fl_catalog_t *c, const char *bucket, const char *name, fl_namespace_t *out)
+static fl_err_t sq_ns_get(fl_catalog_t *c, const char *bucket, const char *name, fl_namespace_t *out)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
@@ -493,7 +371,7 @@ fl_err_t fl_catalog_ns_get(fl_catalog_t *c, const char *bucket, const char *name
     return err;
 }
 
-fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *prefix, const char *after,
+static fl_err_t sq_ns_list(fl_catalog_t *c, const char *bucket, const char *prefix, const char *after,
                             int max, fl_namespace_t **out, size_t *n, bool *more)
 {
     char *hi = NULL;
@@ -514,7 +392,7 @@ fl_err_t fl_catalog_ns_list(fl_catalog_t *c, const char *bucket, const char *pre
     return err;
 }
 
-fl_err_t fl_catalog_ns_set_properties(fl_catalog_t *c, const char *bucket, const char *name,
+static fl_err_t sq_ns_set_properties(fl_catalog_t *c, const char *bucket, const char *name,
                                       const char *properties_json)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
@@ -533,7 +411,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_ns_delete(fl_catalog_t *c, const char *bucket, const char *name)
+static fl_err_t sq_ns_delete(fl_catalog_t *c, const char *bucket, const char *name)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -557,23 +435,9 @@ out:
     return err;
 }
 
-void fl_namespace_free(fl_namespace_t *ns)
-{
-    if (!ns) return;
-    free(ns->properties);
-    ns->properties = NULL;
-}
-
-void fl_namespaces_free(fl_namespace_t *ns, size_t n)
-{
-    if (!ns) return;
-    for (size_t i = 0; i < n; i++) free(ns[i].properties);
-    free(ns);
-}
-
 /* ---- tables and views ---- */
 
-fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t)
+static fl_err_t sq_table_create(fl_catalog_t *c, fl_table_t *t)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -618,7 +482,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+static fl_err_t sq_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                               fl_table_t *out)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
@@ -647,17 +511,17 @@ static fl_err_t table_get_by(fl_catalog_t *c, int stmt, const char *key, fl_tabl
     return err;
 }
 
-fl_err_t fl_catalog_table_get_by_warehouse(fl_catalog_t *c, const char *warehouse, fl_table_t *out)
+static fl_err_t sq_table_get_by_warehouse(fl_catalog_t *c, const char *warehouse, fl_table_t *out)
 {
     return table_get_by(c, ST_T_GET_WH, warehouse, out);
 }
 
-fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out)
+static fl_err_t sq_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out)
 {
     return table_get_by(c, ST_T_GET_ARN, arn, out);
 }
 
-fl_err_t fl_catalog_table_list(fl_catalog_t *c, const char *bucket, const char *ns, const char *kind,
+static fl_err_t sq_table_list(fl_catalog_t *c, const char *bucket, const char *ns, const char *kind,
                                const char *prefix, const char *after_ns, const char *after_name,
                                int max, fl_table_t **out, size_t *n, bool *more)
 {
@@ -722,7 +586,7 @@ static fl_err_t token_check(fl_conn_t *k, const char *bucket, const char *ns, co
     return err;
 }
 
-fl_err_t fl_catalog_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n)
+static fl_err_t sq_table_swap(fl_catalog_t *c, fl_table_swap_t *swaps, size_t n)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -751,7 +615,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+static fl_err_t sq_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                                  const char *new_ns, const char *new_name, const char *expect_id,
                                  const char *expect_token)
 {
@@ -783,7 +647,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+static fl_err_t sq_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                                  const char *expect_id, const char *expect_token)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
@@ -814,7 +678,7 @@ out:
 
 /* ---- attached documents ---- */
 
-fl_err_t fl_catalog_doc_put(fl_catalog_t *c, const char *arn, const char *kind, const char *json)
+static fl_err_t sq_doc_put(fl_catalog_t *c, const char *arn, const char *kind, const char *json)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -831,7 +695,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_doc_get(fl_catalog_t *c, const char *arn, const char *kind, char **json_out)
+static fl_err_t sq_doc_get(fl_catalog_t *c, const char *arn, const char *kind, char **json_out)
 {
     *json_out = NULL;
     fl_conn_t *k = fl_sqlite_get(c->db);
@@ -846,7 +710,7 @@ fl_err_t fl_catalog_doc_get(fl_catalog_t *c, const char *arn, const char *kind, 
     return err;
 }
 
-fl_err_t fl_catalog_doc_delete(fl_catalog_t *c, const char *arn, const char *kind)
+static fl_err_t sq_doc_delete(fl_catalog_t *c, const char *arn, const char *kind)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -863,7 +727,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_doc_list(fl_catalog_t *c, const char *arn, const char *kind_prefix,
+static fl_err_t sq_doc_list(fl_catalog_t *c, const char *arn, const char *kind_prefix,
                              char ***kinds, char ***jsons, size_t *n)
 {
     fl_err_t err = FL_OK;
@@ -929,32 +793,32 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_maint_claim(fl_catalog_t *c, const char *arn, const char *type, const char *owner,
+static fl_err_t sq_maint_claim(fl_catalog_t *c, const char *arn, const char *type, const char *owner,
                                 int64_t now_ms, int64_t lease_ms)
 {
     if (!owner || !*owner) return FL_ERR_INVALID;
     return lease_write(c, ST_M_CLAIM, arn, type, owner, now_ms, now_ms + lease_ms, "maintenance claim", NULL);
 }
 
-fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
+static fl_err_t sq_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
                                     int64_t lease_ms)
 {
     return lease_write(c, ST_M_BEAT, arn, NULL, owner, now_ms, now_ms + lease_ms, "maintenance heartbeat", NULL);
 }
 
-fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner)
+static fl_err_t sq_maint_release(fl_catalog_t *c, const char *arn, const char *owner)
 {
     return lease_write(c, ST_M_FREE, arn, NULL, owner, 0, 0, "maintenance release", NULL);
 }
 
-fl_err_t fl_catalog_maint_release_owner(fl_catalog_t *c, const char *owner, int *freed)
+static fl_err_t sq_maint_release_owner(fl_catalog_t *c, const char *owner, int *freed)
 {
     if (freed) *freed = 0;
     if (!owner || !*owner) return FL_ERR_INVALID;
     return lease_write(c, ST_M_FREE_OWNER, NULL, NULL, owner, 0, 0, "maintenance release all", freed);
 }
 
-fl_err_t fl_catalog_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc)
+static fl_err_t sq_maint_run_add(fl_catalog_t *c, fl_maint_run_t *r, const char *job_doc)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -992,7 +856,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
+static fl_err_t sq_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
                                fl_maint_run_t **out, size_t *n)
 {
     *out = NULL;
@@ -1073,7 +937,7 @@ static void row_principal(sqlite3_stmt *st, fl_iam_principal_t *p)
     p->doc = fl_sqlite_col_strdup(st, 6);
 }
 
-fl_err_t fl_catalog_principal_create(fl_catalog_t *c, fl_iam_principal_t *p)
+static fl_err_t sq_principal_create(fl_catalog_t *c, fl_iam_principal_t *p)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -1096,7 +960,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_principal_get(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+static fl_err_t sq_principal_get(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                                   fl_iam_principal_t *out)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
@@ -1112,7 +976,7 @@ fl_err_t fl_catalog_principal_get(fl_catalog_t *c, const char *account, const ch
     return err;
 }
 
-fl_err_t fl_catalog_principal_list(fl_catalog_t *c, const char *account, const char *kind,
+static fl_err_t sq_principal_list(fl_catalog_t *c, const char *account, const char *kind,
                                    fl_iam_principal_t **out, size_t *n)
 {
     fl_err_t err = FL_OK;
@@ -1144,7 +1008,7 @@ fl_err_t fl_catalog_principal_list(fl_catalog_t *c, const char *account, const c
     return err;
 }
 
-fl_err_t fl_catalog_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name)
+static fl_err_t sq_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -1173,12 +1037,6 @@ out:
     return err;
 }
 
-void fl_iam_principals_free(fl_iam_principal_t *p, size_t n)
-{
-    for (size_t i = 0; p && i < n; i++) free(p[i].doc);
-    free(p);
-}
-
 static void row_key(sqlite3_stmt *st, fl_iam_key_t *k)
 {
     fl_sqlite_col_copy(st, 0, k->akid, sizeof k->akid);
@@ -1195,7 +1053,7 @@ static void row_key(sqlite3_stmt *st, fl_iam_key_t *k)
     k->session_policy = fl_sqlite_col_strdup(st, 11);
 }
 
-fl_err_t fl_catalog_key_create(fl_catalog_t *c, fl_iam_key_t *key)
+static fl_err_t sq_key_create(fl_catalog_t *c, fl_iam_key_t *key)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     fl_err_t err = FL_ERR_IO;
@@ -1222,7 +1080,7 @@ out:
     return err;
 }
 
-fl_err_t fl_catalog_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out)
+static fl_err_t sq_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
     if (!k) return FL_ERR_IO;
@@ -1235,7 +1093,7 @@ fl_err_t fl_catalog_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out
     return err;
 }
 
-fl_err_t fl_catalog_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+static fl_err_t sq_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                              fl_iam_key_t **out, size_t *n)
 {
     fl_err_t err = FL_OK;
@@ -1268,48 +1126,42 @@ fl_err_t fl_catalog_key_list(fl_catalog_t *c, const char *account, const char *k
     return err;
 }
 
-fl_err_t fl_catalog_key_set_status(fl_catalog_t *c, const char *akid, const char *status)
+static fl_err_t sq_key_set_status(fl_catalog_t *c, const char *akid, const char *status)
 {
     int ch = 0;
     fl_err_t err = write_strs(c, ST_K_STATUS, "key status", &ch, akid, status, (const char *)NULL);
     return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
 }
 
-fl_err_t fl_catalog_key_touch(fl_catalog_t *c, const char *akid, int64_t now_ms)
+static fl_err_t sq_key_touch(fl_catalog_t *c, const char *akid, int64_t now_ms)
 {
     char ms[32];
     snprintf(ms, sizeof ms, "%lld", (long long)now_ms);
     return write_strs(c, ST_K_TOUCH, "key touch", NULL, akid, ms, (const char *)NULL);
 }
 
-fl_err_t fl_catalog_key_delete(fl_catalog_t *c, const char *akid)
+static fl_err_t sq_key_delete(fl_catalog_t *c, const char *akid)
 {
     int ch = 0;
     fl_err_t err = write_strs(c, ST_K_DEL, "key delete", &ch, akid, (const char *)NULL);
     return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
 }
 
-fl_err_t fl_catalog_key_prune(fl_catalog_t *c, int64_t now_ms)
+static fl_err_t sq_key_prune(fl_catalog_t *c, int64_t now_ms)
 {
     char ms[32];
     snprintf(ms, sizeof ms, "%lld", (long long)now_ms);
     return write_strs(c, ST_K_PRUNE, "key prune", NULL, ms, (const char *)NULL);
 }
 
-void fl_iam_keys_free(fl_iam_key_t *k, size_t n)
-{
-    for (size_t i = 0; k && i < n; i++) free(k[i].session_policy);
-    free(k);
-}
-
-fl_err_t fl_catalog_iam_policy_put(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+static fl_err_t sq_iam_policy_put(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                                    const char *policy_name, const char *doc)
 {
     return write_strs(c, ST_IP_PUT, "iam policy put", NULL, account, kind, name, policy_name, doc,
                       (const char *)NULL);
 }
 
-fl_err_t fl_catalog_iam_policy_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+static fl_err_t sq_iam_policy_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                                       const char *policy_name)
 {
     int ch = 0;
@@ -1318,7 +1170,7 @@ fl_err_t fl_catalog_iam_policy_delete(fl_catalog_t *c, const char *account, cons
     return err ? err : ch ? FL_OK : FL_ERR_NOT_FOUND;
 }
 
-fl_err_t fl_catalog_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
+static fl_err_t sq_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                                     const char *policy_name, char ***names, char ***docs, size_t *n)
 {
     fl_err_t err = FL_OK;
@@ -1360,3 +1212,16 @@ fl_err_t fl_catalog_iam_policy_list(fl_catalog_t *c, const char *account, const 
     *n = cnt;
     return err;
 }
+
+static fl_err_t sq_ping(fl_catalog_t *c)
+{
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    fl_sqlite_put(c->db, k);
+    return k ? FL_OK : FL_ERR_IO;
+}
+
+static const fl_catalog_ops_t sq_ops = {
+    .name = "sqlite",
+    .close = sq_close,
+    FL_CATALOG_OPS(FL_CATALOG_OP_INIT_sq)
+};

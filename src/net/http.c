@@ -1015,7 +1015,19 @@ static bool builtin(fl_http_conn_t *c)
     if (fl_slice_eq(path, "/health")) {
         fl_http_set_op(c, "health");
         fl_http_resp_header(c, "Content-Type", "text/plain");
-        fl_http_resp_send(c, "ok", 2);
+        const fl_http_server_cfg_t *cfg = &c->srv->cfg;
+        char detail[512] = "";
+        if (!cfg->health) {
+            fl_http_resp_send(c, "ok", 2);
+        } else if (cfg->health(cfg->health_ud, detail, sizeof detail)) {
+            for (char *p = detail; *p; p++)
+                if (*p == '\n') *p = p[1] ? ',' : 0;
+            if (detail[0]) fl_http_resp_header(c, "X-Floe-Health", detail);
+            fl_http_resp_send(c, "ok", 2);
+        } else {
+            fl_http_resp_status(c, 503);
+            fl_http_resp_send(c, detail, strlen(detail));
+        }
         return true;
     }
     if (fl_slice_eq(path, "/metrics")) {

@@ -118,6 +118,11 @@ const char *fl_http_request_id(const fl_http_conn_t *c);
 
 typedef void (*fl_http_handler_fn)(fl_http_conn_t *c, fl_http_req_t *req, void *ud);
 
+/* Optional dependency check behind /health: writes one "name: state" line
+ * per dependency into detail[cap] and returns true when all answer. Called
+ * on connection threads, concurrently; must answer within a second or two. */
+typedef bool (*fl_http_health_fn)(void *ud, char *detail, size_t cap);
+
 typedef struct fl_http_server_cfg {
     const char *name;           /* "s3", "catalog": label in logs and metrics */
     const char *listen;         /* "127.0.0.1:9000"; port 0 picks a free port */
@@ -126,12 +131,16 @@ typedef struct fl_http_server_cfg {
     int max_connections;        /* 0 = FL_HTTP_MAX_CONNECTIONS, lowered to fit RLIMIT_NOFILE */
     int64_t max_body_bytes;     /* 0 = unlimited by this layer */
     bool access_log;
+    fl_http_health_fn health;   /* NULL: /health is always "ok" */
+    void *health_ud;
 } fl_http_server_cfg_t;
 
 typedef struct fl_http_server fl_http_server_t;
 
 /* Binds and starts serving on background threads. /health and /metrics are
- * answered by the server itself (GET, no auth). Returns NULL and logs on error. */
+ * answered by the server itself (GET, no auth): /health is 200 "ok" (the
+ * health check's lines in the X-Floe-Health header, ", "-joined) or 503 with
+ * the lines as its body. Returns NULL and logs on error. */
 fl_http_server_t *fl_http_server_start(const fl_http_server_cfg_t *cfg);
 /* The bound port (useful with port 0). */
 int fl_http_server_port(const fl_http_server_t *s);

@@ -3,7 +3,11 @@
 One `floe serve` per session (fresh temp data dir, free ports, fixed keys);
 `floe_factory` starts extra servers (kill/restart tests, reusing a data dir).
 Each server's stderr goes to a file; on a test failure the tail of every
-server that was alive during the test is attached to the report."""
+server that was alive during the test is attached to the report.
+
+FLOE_TEST_CATALOG=postgres runs every server on PostgreSQL instead of its
+SQLite file: one throw-away PostgreSQL per session (pgserver.py), one
+database per data dir (a restarted server finds its catalog again)."""
 import os
 import re
 import shutil
@@ -20,6 +24,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+import pgserver
 import s3helpers
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,6 +71,7 @@ class FloeServer:
         env = dict(os.environ)
         env.pop("FLOE_ROOT_ACCESS_KEY_ID", None)
         env.pop("FLOE_ROOT_SECRET_ACCESS_KEY", None)
+        env.pop("FLOE_CATALOG_DB", None)
         if self.env_keys:
             env["FLOE_ROOT_ACCESS_KEY_ID"] = ACCESS_KEY
             env["FLOE_ROOT_SECRET_ACCESS_KEY"] = SECRET_KEY
@@ -73,6 +79,8 @@ class FloeServer:
                 "--s3-listen", "127.0.0.1:%d" % self.s3_port,
                 "--catalog-listen", "127.0.0.1:%d" % self.catalog_port,
                 "--region", REGION] + self.extra_args
+        if pgserver.wanted() and not any(a.startswith("--catalog-db") for a in self.extra_args):
+            args += ["--catalog-db", pgserver.database_for(self.data_dir)]
         if not any(a.startswith("--maintenance-interval") for a in self.extra_args):
             # the scheduler would compact other tests' tables under them: off
             # unless a test asks for it (test_maint_server.py)

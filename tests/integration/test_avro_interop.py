@@ -44,7 +44,7 @@ def tool(tmp_path_factory):
     cc = os.environ.get("CC", "cc")
     libs = subprocess.run(
         ["pkg-config", "--libs", "libcrypto", "sqlite3", "expat", "jansson", "zlib", "libcurl",
-         "libzstd", "snappy", "liblz4"], check=True, capture_output=True, text=True).stdout.split()
+         "libzstd", "snappy", "liblz4", "libpq"], check=True, capture_output=True, text=True).stdout.split()
     exe = tmp_path_factory.mktemp("avro_tool") / "avro_tool"
     cmd = [cc, "-std=gnu17", "-D_GNU_SOURCE", "-I", str(ROOT / "src"),
            str(ROOT / "tests/integration/avro_tool.c"), str(ROOT / "src/format/avro.c"),

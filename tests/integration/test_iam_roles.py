@@ -12,6 +12,7 @@ import uuid
 import pytest
 from pyiceberg.exceptions import ForbiddenError
 
+import pgserver
 from iam_fixtures import *  # noqa: F401,F403
 from iam_fixtures import ACCOUNT, iam_client, policy, rest_catalog_as, s3_client
 from rest_fixtures import load_rest_catalog, s3tables_client
@@ -179,6 +180,10 @@ def test_assume_role_refusals(floe, root_iam, new_user, role):
 
 
 def _expire(floe, akid):
+    if pgserver.wanted():
+        pgserver.psql("UPDATE iam_keys SET expires_ms = %d WHERE akid = '%s'" % (int(time.time() * 1000) - 1000, akid),
+                      pgserver.database_for(floe.data_dir))
+        return
     db = sqlite3.connect(os.path.join(floe.data_dir, "catalog.db"), timeout=10)
     db.execute("UPDATE iam_keys SET expires_ms = ? WHERE akid = ?", (int(time.time() * 1000) - 1000, akid))
     db.commit()

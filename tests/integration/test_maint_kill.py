@@ -32,6 +32,7 @@ import urllib.request
 
 import pytest
 
+import pgserver
 from conftest import ACCESS_KEY, FLOE_BIN, REGION, SECRET_KEY, FloeServer, free_port, make_client
 from rest_fixtures import catalog_url, load_rest_catalog, s3tables_client, unique
 from test_maint_expire import ARROW, SCHEMA, SPEC, exists, listed, reachable
@@ -130,6 +131,10 @@ class Table:
 
 def leases(srv):
     """The maintenance leases in the server's catalog store: (arn, type, owner, claimed, until)."""
+    if pgserver.wanted():
+        out = pgserver.psql("SELECT table_arn, type, owner, claimed_ms, lease_until_ms FROM maintenance_jobs"
+                            " WHERE owner != ''", pgserver.database_for(srv.data_dir))
+        return [(a, t, o, int(c), int(u)) for a, t, o, c, u in (ln.split("|") for ln in out.splitlines() if ln)]
     db = sqlite3.connect(os.path.join(srv.data_dir, "catalog.db"), timeout=10)
     try:
         return db.execute("SELECT table_arn, type, owner, claimed_ms, lease_until_ms FROM maintenance_jobs"

@@ -1,3 +1,4 @@
+#include "meta/catalog_int.h"
 #include "test.h"
 #include "catalog/tablesvc.h"
 #include "base/time.h"
@@ -285,6 +286,86 @@ FL_TEST(tablesvc_pointer_moves_take_the_table_lock)
         if (op == 0) REQUIRE(fl_tablesvc_drop(svc, &probe.t, true, NULL) == FL_OK);
         CHECK_EQ(fl_catalog_table_get(cat, "lake", "ns", "t", &gone), FL_ERR_NOT_FOUND);
     }
+    fl_tablesvc_close(svc);
+    fl_catalog_close(cat);
+    fl_store_close(store);
+}
+
+/* The catalog store's pointer swap failing: unreachable (FL_ERR_INTERNAL,
+ * nothing was written) is "nothing was committed" and the new metadata file is
+ * removed; a failure of unknown outcome (FL_ERR_IO) stays "unknown" and keeps
+ * the file. Injected through the backend's ops table. */
+static fl_err_t injected_swap_err;
+static fl_err_t injected_swap(fl_catalog_t *c, fl_table_swap_t *s, size_t n)
+{
+    (void)c;
+    for (size_t i = 0; i < n; i++) s[i].new_token_out[0] = 0;
+    return injected_swap_err;
+}
+
+static size_t metadata_files(fl_store_t *store, const fl_table_t *t)
+{
+    fl_list_res_t files = { 0 };
+    if (fl_store_list(store, t->warehouse + 5, "metadata/", NULL, NULL, 1000, &files) != FL_OK) return 0;
+    size_t n = files.nents;
+    fl_list_res_free(&files);
+    return n;
+}
+
+FL_TEST(tablesvc_commit_catalog_unreachable_is_nothing_committed)
+{
+    const char *dir = fl_test_tmpdir();
+    char p[512];
+    snprintf(p, sizeof p, "%s/objects", dir);
+    fl_store_t *store = fl_store_open(p);
+    snprintf(p, sizeof p, "%s/catalog.db", dir);
+    fl_catalog_t *cat = fl_catalog_open(p);
+    REQUIRE(store && cat);
+    fl_tablesvc_cfg_t cfg = { .cat = cat, .store = store, .scope = { .region = "us-east-1", .account = "000000000000" } };
+    fl_tablesvc_t *svc = fl_tablesvc_open(&cfg);
+    fl_tbucket_t b = { .name = "lake" };
+    fl_arn_bucket(&cfg.scope, "lake", b.arn);
+    REQUIRE(fl_catalog_bucket_create(cat, &b) == FL_OK);
+    fl_namespace_t ns = { .bucket = "lake", .name = "ns" };
+    REQUIRE(fl_catalog_ns_create(cat, &ns) == FL_OK);
+    fl_namespace_free(&ns);
+    json_t *create = json_loads("{\"name\":\"t\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":"
+                                "[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":true}]}}", 0, NULL);
+    int st = 0;
+    char emsg[256], msg[512];
+    json_t *meta = fl_iceberg_new_metadata(create, "s3://pending", &st, emsg, sizeof emsg);
+    json_decref(create);
+    REQUIRE(meta);
+    fl_table_t t, now;
+    const char *why = NULL;
+    REQUIRE(fl_tablesvc_create(svc, "lake", "ns", "t", "tester", meta, &t, &why) == FL_OK);
+    json_decref(meta);
+    size_t before = metadata_files(store, &t);
+
+    const fl_catalog_ops_t *real = cat->ops;
+    static fl_catalog_ops_t faulty;
+    faulty = *real;
+    faulty.table_swap = injected_swap;
+    cat->ops = &faulty;
+    json_t *upds = json_loads("[{\"action\":\"set-properties\",\"updates\":{\"k\":\"v\"}}]", 0, NULL);
+    fl_tablesvc_change_t ch = { .ns = "ns", .name = "t", .updates = upds };
+    fl_tablesvc_commit_t c = { .bucket = "lake", .principal = "tester" };
+
+    injected_swap_err = FL_ERR_INTERNAL;
+    CHECK_EQ(fl_tablesvc_commit(svc, &c, &ch, 1, msg, sizeof msg), FL_ERR_INTERNAL);
+    CHECK(strstr(msg, "nothing was committed") != NULL);
+    CHECK(ch.result == NULL);
+    CHECK_EQ(metadata_files(store, &t), before);
+
+    injected_swap_err = FL_ERR_IO;
+    CHECK_EQ(fl_tablesvc_commit(svc, &c, &ch, 1, msg, sizeof msg), FL_ERR_IO);
+    CHECK(strstr(msg, "unknown") != NULL);
+    CHECK_EQ(metadata_files(store, &t), before + 1);   /* kept: it may be the table's now */
+
+    cat->ops = real;
+    REQUIRE(fl_catalog_table_get(cat, "lake", "ns", "t", &now) == FL_OK);
+    CHECK_STR(now.version_token, t.version_token);
+    json_decref(upds);
     fl_tablesvc_close(svc);
     fl_catalog_close(cat);
     fl_store_close(store);
