@@ -804,6 +804,28 @@ static bool must_be_signed(const fl_http_header_t *h, bool presigned)
     return !(h->name_len > 15 && ieq(h->name, 15, "x-amz-checksum-", 15));
 }
 
+/* Refuses (403 AccessDenied, HeadersNotSigned naming them) a request carrying
+ * x-amz-* headers that must be signed (must_be_signed) and are not in the
+ * signed list sh (empty: none is signed). */
+static fl_err_t refuse_unsigned(const fl_sigv4_req_t *r, bool presigned, fl_slice_t sh, fl_sigv4_error_t *err)
+{
+    for (size_t i = 0; i < r->nheaders; i++) {
+        const fl_http_header_t *h = &r->headers[i];
+        if (!must_be_signed(h, presigned) || list_has(sh, h->name, h->name_len)) continue;
+        err->detail_name = "HeadersNotSigned";
+        size_t dl = strlen(err->detail_value);
+        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
+        if (dl) {
+            memcpy(err->detail_value + dl, ", ", 2);
+            dl += 2;
+        }
+        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
+        err->detail_value[dl + h->name_len] = 0;
+    }
+    if (!err->detail_name) return FL_OK;
+    return fail(err, 403, "AccessDenied", "There were headers present in the request which were not signed");
+}
+
 fl_sig_dialect_t fl_sigv4_dialect(const fl_sigv4_req_t *r)
 {
     fl_slice_t a = fl_slice_trim(hdr_get(r->headers, r->nheaders, "authorization"));
@@ -1131,24 +1153,7 @@ static fl_err_t verify_oss1(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg, 
     }
     /* V1 signs the x-oss-* headers only: an x-amz-* header the data plane would
      * act on (x-amz-copy-source, metadata) is unsigned. */
-    for (size_t i = 0; i < r->nheaders; i++) {
-        const fl_http_header_t *h = &r->headers[i];
-        if (!must_be_signed(h, false)) continue;
-        err->detail_name = "HeadersNotSigned";
-        size_t dl = strlen(err->detail_value);
-        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
-        if (dl) {
-            memcpy(err->detail_value + dl, ", ", 2);
-            dl += 2;
-        }
-        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
-        err->detail_value[dl + h->name_len] = 0;
-    }
-    if (err->detail_name) {
-        e = fail(err, 403, "AccessDenied", "There were headers present in the request which were "
-                 "not signed");
-        goto out;
-    }
+    if ((e = refuse_unsigned(r, false, fl_slice(NULL, 0), err))) goto out;
     if (head_only) goto out;
 
     if ((e = oss1_resource(r, cfg, &res)) ||
@@ -1331,25 +1336,7 @@ static fl_err_t verify(const fl_sigv4_req_t *r, const fl_sigv4_cfg_t *cfg,
      * OSS4 signs every x-oss-* header by construction. The x-amz-* headers an
      * OSS4 request carries are signed by it only if listed: refused otherwise,
      * as the data plane would act on them. */
-    for (size_t i = 0; i < r->nheaders; i++) {
-        const fl_http_header_t *h = &r->headers[i];
-        if (!must_be_signed(h, p.presigned && !oss) || list_has(p.signed_headers, h->name, h->name_len))
-            continue;
-        err->detail_name = "HeadersNotSigned";
-        size_t dl = strlen(err->detail_value);
-        if (dl + 2 + h->name_len >= sizeof err->detail_value) continue;
-        if (dl) {
-            memcpy(err->detail_value + dl, ", ", 2);
-            dl += 2;
-        }
-        for (size_t k = 0; k < h->name_len; k++) err->detail_value[dl + k] = lower(h->name[k]);
-        err->detail_value[dl + h->name_len] = 0;
-    }
-    if (err->detail_name) {
-        e = fail(err, 403, "AccessDenied", "There were headers present in the request which were "
-                 "not signed");
-        goto out;
-    }
+    if ((e = refuse_unsigned(r, p.presigned && !oss, p.signed_headers, err))) goto out;
     if (head_only) goto out;
 
     /* Payload hash. */
