@@ -29,7 +29,7 @@ if [ "${CI_SOAK_SECONDS:-45}" != 0 ]; then
   t0=$(date +%s)
   echo "=== soak (${CI_SOAK_SECONDS:-45} s)"
   if SOAK_SECONDS="${CI_SOAK_SECONDS:-45}" RETAIN_S=10 EXPIRE_EVERY=5 SAMPLE_EVERY=3 LATENCY_FACTOR=3 \
-     LATENCY_SLACK_MS=50 KEEP=0 "$HERE/../../.venv/bin/python" "$HERE/soak.py" >/tmp/floe-compat-soak.log 2>&1; then
+     LATENCY_SLACK_MS=50 METADATA_BYTES_MAX=100000 KEEP=0 "$HERE/../../.venv/bin/python" "$HERE/soak.py" >/tmp/floe-compat-soak.log 2>&1; then
     pass=$((pass+1)); echo "=== soak: PASS in $(( $(date +%s) - t0 ))s"
   else
     fail=$((fail+1)); failed+=("soak")
