@@ -4,9 +4,10 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact compat compat-quick demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact compat compat-quick soak demo clean
 
 all: build
 
@@ -47,6 +48,9 @@ compat: build
 
 compat-quick: build
 	@bash tests/compat/ci.sh
+
+soak: deps build
+	@SOAK_SECONDS=$(SOAK_SECONDS) .venv/bin/python tests/compat/soak.py
 
 demo: deps build
 	@bash tests/compat/demo.sh

@@ -942,8 +942,10 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
     json_decref(newmd);
     if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
         a->ops.del(a->ops.ctx, j->list_uri);
-        if ((*e = rebase(a, err, errlen))) return ATTEMPT_FAILED;
+        /* back off first, then re-base: the next attempt commits against what it just loaded
+         * (sleeping after the reload widened the window in which another writer wins) */
         usleep((useconds_t)(attempt * 20000));
+        if ((*e = rebase(a, err, errlen))) return ATTEMPT_FAILED;
         return ATTEMPT_RETRY;
     }
     if (status == 409) {

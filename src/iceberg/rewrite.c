@@ -1248,8 +1248,9 @@ static cresult_t commit_snapshot(job_t *j, int64_t sid, int64_t parent, int64_t 
     }
     json_decref(newmd);
     if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
-        if ((*e = reload(j, err, errlen))) return C_FAILED;
+        /* back off, then reload: the re-base is built on what the next attempt commits against */
         usleep((useconds_t)((attempt < 10 ? attempt : 10) * 10000));
+        if ((*e = reload(j, err, errlen))) return C_FAILED;
         return C_RETRY;
     }
     if (status == 409) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The reduced compat run of `make test` (CI): the source document's pipeline at
 # N events (default 10,000) through both Iceberg versions and both checksum modes,
-# plus the kill and auto-create/evolve scenarios once each. `make compat` runs the
+# plus the kill and auto-create/evolve scenarios once each, then a short streaming soak
+# (soak.py, CI_SOAK_SECONDS=45; `make soak` runs it for 10 minutes). `make compat` runs the
 # full matrix of all.sh (100,000 events, every scenario in every configuration).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -22,6 +23,20 @@ for combo in $COMBOS; do
     tail -40 "/tmp/floe-compat-$iv-$cs-$sc.log"
   fi
 done
+# the streaming soak of issue 10, short: Connect + floe append writers into partitioned tables with
+# maintenance on; bounds checked on a plateau, latencies with generous factors (a loaded 2-core CI)
+if [ "${CI_SOAK_SECONDS:-45}" != 0 ]; then
+  t0=$(date +%s)
+  echo "=== soak (${CI_SOAK_SECONDS:-45} s)"
+  if SOAK_SECONDS="${CI_SOAK_SECONDS:-45}" RETAIN_S=10 EXPIRE_EVERY=5 SAMPLE_EVERY=3 LATENCY_FACTOR=3 \
+     LATENCY_SLACK_MS=50 METADATA_BYTES_MAX=100000 KEEP=0 "$HERE/../../.venv/bin/python" "$HERE/soak.py" >/tmp/floe-compat-soak.log 2>&1; then
+    pass=$((pass+1)); echo "=== soak: PASS in $(( $(date +%s) - t0 ))s"
+  else
+    fail=$((fail+1)); failed+=("soak")
+    echo "=== soak: FAIL in $(( $(date +%s) - t0 ))s; last lines:"
+    grep -v '^%' /tmp/floe-compat-soak.log | tail -40
+  fi
+fi
 [ $fail = 0 ] || printf 'failed: %s\n' "${failed[@]}"
 echo "compat: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -7,7 +7,9 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <stdio.h>
 #include "base/mem.h"
+#include "base/time.h"
 #include "format/avro.h"
 #include "format/parquet.h"
 #include "iceberg/append.h"
@@ -322,6 +324,73 @@ FL_TEST(append_v2_list_no_row_ids_v1_refused)
     CHECK(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_ERR_INVALID);
     CHECK(strstr(err, "format-version 2 and 3") && strstr(err, "v1"));
     CHECK(!a);
+    mem_table_free(t);
+    free(t);
+}
+
+/* A steady competing writer, by the clock: a commit whose base was loaded WINDOW_MS or more
+ * before it arrives loses (409, as when another writer commits that often), and so does the
+ * first. The retry must back off before it re-bases, not between the re-base and its commit:
+ * sleeping after the reload made every later attempt lose (soak: "commit kept conflicting
+ * after 16 attempts" with two writers and compaction on one table). */
+#define WINDOW_MS 15
+typedef struct timed {
+    fl_table_ops_t inner;
+    int64_t loaded_ms;
+    int commits;
+} timed_t;
+
+static fl_err_t timed_load(void *ctx, json_t **md, char **loc, char *err, size_t errlen)
+{
+    timed_t *s = ctx;
+    fl_err_t e = s->inner.load(s->inner.ctx, md, loc, err, errlen);
+    s->loaded_ms = fl_mono_ms();
+    return e;
+}
+
+static fl_err_t timed_commit(void *ctx, json_t *reqs, json_t *ups, json_t **md, int *st, char *err, size_t errlen)
+{
+    timed_t *s = ctx;
+    if (++s->commits == 1 || fl_mono_ms() - s->loaded_ms >= WINDOW_MS) {
+        snprintf(err, errlen, "Requirement failed: branch or tag main has changed");
+        *st = 409;
+        return FL_OK;
+    }
+    return s->inner.commit(s->inner.ctx, reqs, ups, md, st, err, errlen);
+}
+
+static fl_err_t timed_put(void *ctx, const char *u, const void *p, size_t n) { timed_t *s = ctx; return s->inner.put(s->inner.ctx, u, p, n); }
+static fl_err_t timed_put_file(void *ctx, const char *u, int fd, uint64_t n) { timed_t *s = ctx; return s->inner.put_file(s->inner.ctx, u, fd, n); }
+static fl_err_t timed_get(void *ctx, const char *u, fl_buf_t *o) { timed_t *s = ctx; return s->inner.get(s->inner.ctx, u, o); }
+static fl_err_t timed_del(void *ctx, const char *u) { timed_t *s = ctx; return s->inner.del(s->inner.ctx, u); }
+
+FL_TEST(append_retry_backs_off_before_rebasing)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    timed_t s = { 0 };
+    mem_table_init(t, &s.inner);
+    fl_table_ops_t ops = { &s, timed_load, timed_commit, timed_put, timed_put_file, timed_get, timed_del,
+                           NULL, NULL, NULL };
+    char err[512] = "";
+    fl_appender_t *a = NULL;
+    REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);
+    fl_vec_t batch;
+    fl_vec_init(&batch, fl_append_schema(a));
+    fill(&batch, 0, 200, 3);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    int64_t sid = -1;
+    fl_err_t e = fl_append_commit(a, NULL, 0, &sid, err, sizeof err);
+    CHECK_EQ(e, FL_OK);
+    if (e) fprintf(stderr, "  append: %s\n", err);
+    CHECK(sid > 0);
+    CHECK(s.commits >= 2 && s.commits < 16);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    int64_t rows, idsum;
+    size_t files;
+    scan_all(t, &s.inner, &rows, &idsum, &files);
+    CHECK_EQ(rows, 200);
+    fl_append_free(a);
+    fl_vec_free(&batch);
     mem_table_free(t);
     free(t);
 }
