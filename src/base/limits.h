@@ -66,8 +66,8 @@
  * (add-schema is indexed), so the cap bounds the time a commit holds its table's lock. */
 #define FL_ICEBERG_MAX_COMMIT_UPDATES 10000
 #define FL_MANIFEST_MAX_ENTRIES    (4 * 1024 * 1024) /* entries in one manifest / manifest list */
-#define FL_MANIFEST_MAX_AVRO_NODES 65536            /* types in a manifest file's Avro schema */
-#define FL_MANIFEST_MAX_DEPTH      32               /* nesting of a manifest file's Avro schema */
+#define FL_AVRO_MAX_SCHEMA_NODES   65536            /* types in one Avro schema (manifests, Kafka records) */
+#define FL_AVRO_MAX_SCHEMA_DEPTH   32               /* nesting of one Avro schema */
 
 #define FL_AVRO_MAX_META_ENTRIES   1024              /* container header metadata map entries */
 #define FL_AVRO_MAX_BLOCK_BYTES    (64 * 1024 * 1024) /* one container block, compressed or not */
