@@ -101,6 +101,8 @@
 #define FL_SINK_BATCH_ROWS         8192               /* rows buffered per table before they go to Parquet */
 #define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
 #define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
+#define FL_SINK_MAX_SCHEMA_BYTES   (1024 * 1024)      /* one schema registry answer */
+#define FL_SINK_MAX_SCHEMAS        4096               /* schema ids cached (Avro input) */
 #define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */

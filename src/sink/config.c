@@ -31,6 +31,21 @@ static const key_rule_t RULES[] = {
     { "header.converter", K_NOTE, "record headers are not written (as the Iceberg sink)" },
     { "value.converter", K_USE, NULL },
     { "value.converter.schemas.enable", K_USE, NULL },
+    /* Confluent's AvroConverter */
+    { "value.converter.schema.registry.url", K_USE, NULL },
+    { "value.converter.basic.auth.credentials.source", K_USE, NULL },
+    { "value.converter.basic.auth.user.info", K_USE, NULL },
+    { "value.converter.schema.registry.basic.auth.user.info", K_USE, NULL },
+    { "value.converter.auto.register.schemas", K_NOTE, "floe sink only reads schemas by the id in each record" },
+    { "value.converter.use.latest.version", K_NOTE, "floe sink reads each record with the schema its id names" },
+    { "value.converter.latest.compatibility.strict", K_NOTE, "floe sink reads each record with the schema its id names" },
+    { "value.converter.value.subject.name.strategy", K_NOTE, "floe sink reads schemas by id, not by subject" },
+    { "value.converter.key.subject.name.strategy", K_NOTE, "floe sink reads schemas by id, not by subject" },
+    { "value.converter.enhanced.avro.schema.support", K_NOTE, "Avro enums are read as strings either way" },
+    { "value.converter.connect.meta.data", K_NOTE, "no effect on how floe sink reads values" },
+    { "value.converter.schemas.cache.config", K_NOTE, "floe sink caches up to 4096 schema ids" },
+    { "value.converter.scrub.invalid.names", K_NOTE, "field names are used as the schema writes them" },
+    { "value.converter.schema.registry.ssl.*", K_NOTE, "HTTPS to the registry uses the system's CA store" },
     { "errors.tolerance", K_USE, NULL },
     { "errors.deadletterqueue.topic.name", K_USE, NULL },
     { "errors.deadletterqueue.context.headers.enable", K_NOTE, "floe always adds the __connect.errors.* headers" },
@@ -413,9 +428,33 @@ fl_err_t fl_sink_config_finish(fl_sink_config_t *cfg, char *err, size_t errlen)
     }
 
     const char *vc = fl_sink_config_get(cfg, "value.converter");
-    if (vc && strcmp(vc, "org.apache.kafka.connect.json.JsonConverter"))
+    cfg->avro = vc && !strcmp(vc, "io.confluent.connect.avro.AvroConverter");
+    if (vc && !cfg->avro && strcmp(vc, "org.apache.kafka.connect.json.JsonConverter"))
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter: \"%s\" is not supported (only "
-                          "org.apache.kafka.connect.json.JsonConverter, with or without schemas)", vc);
+                          "org.apache.kafka.connect.json.JsonConverter, with or without schemas, and "
+                          "io.confluent.connect.avro.AvroConverter)", vc);
+    cfg->registry_url = dup_opt(cfg, "value.converter.schema.registry.url");
+    if (cfg->avro && !cfg->registry_url)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.schema.registry.url is required with the AvroConverter");
+    if (!cfg->avro && cfg->registry_url)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.schema.registry.url: only with "
+                          "value.converter=io.confluent.connect.avro.AvroConverter");
+    const char *src = fl_sink_config_get(cfg, "value.converter.basic.auth.credentials.source");
+    const char *ui = fl_sink_config_get(cfg, "value.converter.basic.auth.user.info");
+    if (!ui) ui = fl_sink_config_get(cfg, "value.converter.schema.registry.basic.auth.user.info");
+    if (src && strcmp(src, "USER_INFO") && strcmp(src, "URL"))
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.basic.auth.credentials.source: \"%s\" is not "
+                          "supported (USER_INFO or URL)", src);
+    /* as Confluent's client: USER_INFO takes user.info, URL the URL's user:password@ (the default) */
+    if (src && !strcmp(src, "USER_INFO")) {
+        if (!ui || !strchr(ui, ':'))
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.basic.auth.user.info must be user:password "
+                              "with credentials source USER_INFO");
+        cfg->registry_user_info = fl_strdup(ui);
+    } else if (ui) {
+        fl_warn("sink config: value.converter.basic.auth.user.info is ignored without "
+                "value.converter.basic.auth.credentials.source=USER_INFO (as in Confluent's client)");
+    }
     const char *tol = fl_sink_config_get(cfg, "errors.tolerance");
     if (tol && strcmp(tol, "none") && strcmp(tol, "all"))
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "errors.tolerance: \"%s\" is not none or all", tol);
@@ -512,6 +551,8 @@ void fl_sink_config_free(fl_sink_config_t *cfg)
     free(cfg->route_field);
     free(cfg->default_partition_by);
     free(cfg->dlq_topic);
+    free(cfg->registry_url);
+    free(cfg->registry_user_info);
     char **strs[] = { &cfg->catalog_uri, &cfg->warehouse, &cfg->signing_name, &cfg->signing_region,
                       &cfg->access_key_id, &cfg->secret_access_key, &cfg->session_token, &cfg->token,
                       &cfg->credential, &cfg->oauth2_server_uri, &cfg->scope, &cfg->s3_endpoint,

@@ -47,6 +47,9 @@ typedef struct fl_sink_config {
     int64_t commit_interval_ms;   /* iceberg.control.commit.interval-ms, default 300000 */
 
     bool schemas_enable;          /* value.converter.schemas.enable (JsonConverter default true) */
+    bool avro;                    /* value.converter=io.confluent.connect.avro.AvroConverter */
+    char *registry_url;           /* value.converter.schema.registry.url (comma list) */
+    char *registry_user_info;     /* value.converter.basic.auth.user.info with credentials source USER_INFO */
     bool tolerance_all;           /* errors.tolerance=all */
     char *dlq_topic;              /* errors.deadletterqueue.topic.name or NULL */
     bool errors_log;              /* errors.log.enable */

@@ -389,6 +389,8 @@ static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *
     if (n && !strcmp(n, TS_LOGICAL)) return json_string("timestamptz");
     if (n && !strcmp(n, DATE_LOGICAL)) return json_string("date");
     if (n && !strcmp(n, TIME_LOGICAL)) return json_string("time");
+    if (n && !strcmp(n, FL_SINK_LOCAL_TS_NAME)) return json_string("timestamp");
+    if (n && !strcmp(n, "uuid") && !strcmp(t, "string")) return json_string("uuid");
     if (!strcmp(t, "boolean")) return json_string("boolean");
     if (!strcmp(t, "int8") || !strcmp(t, "int16") || !strcmp(t, "int32")) return json_string("int");
     if (!strcmp(t, "int64")) return json_string("long");

@@ -22,6 +22,10 @@
 #include "base/err.h"
 #include "format/column.h"
 
+/* The Connect schema name floe gives Avro local-timestamp-* values (no zone):
+ * inferred as timestamp, where Connect's Timestamp is inferred as timestamptz. */
+#define FL_SINK_LOCAL_TS_NAME "floe.LocalTimestamp"
+
 /* Parses a message value. With schemas_enable the value must be the
  * {"schema": .., "payload": ..} envelope (as JsonConverter requires). *root
  * is a new reference (NULL for a tombstone: p == NULL); *value and *schema

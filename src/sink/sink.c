@@ -19,6 +19,7 @@
 #include "iceberg/rest_client.h"
 #include "iceberg/rest_ops.h"
 #include "sink/convert.h"
+#include "sink/registry.h"
 
 #define KAFKA_TIMEOUT_MS 30000
 
@@ -48,6 +49,7 @@ typedef struct sink {
     char key[512];              /* floe.offsets.<group> */
     rd_kafka_t *rk, *dlq;
     fl_rest_client_t *rest;
+    fl_sink_registry_t *reg;    /* AvroConverter: the schema registry, else NULL */
     fl_io_opts_t ioo;
     tbl_t **tables;
     size_t n_tables;
@@ -643,7 +645,18 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     char err[1024] = "";
     s->records++;
     s->rewound = false;
-    fl_err_t e = fl_sink_parse_value(m->payload, m->len, s->cfg->schemas_enable, &root, &value, &schema, err, sizeof err);
+    fl_err_t e;
+    if (s->reg) {
+        e = fl_sink_avro_decode(s->reg, m->payload, m->len, &root, &schema, err, sizeof err);
+        value = root;
+        if (e && e != FL_ERR_INVALID && e != FL_ERR_NOT_FOUND) {
+            set_fatal(s, "record %s-%d@%" PRId64 ": %s", topic, (int)m->partition, (int64_t)m->offset, err);
+            s->rewound = true;   /* not consumed: read again after the restart */
+            goto done;
+        }
+    } else {
+        e = fl_sink_parse_value(m->payload, m->len, s->cfg->schemas_enable, &root, &value, &schema, err, sizeof err);
+    }
     if (e) { bad_record(s, m, err); goto done; }
     if (!value) goto done;   /* tombstone: skipped, its offset still advances */
     const char *names[64];
@@ -667,7 +680,8 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
             continue;
         }
         /* a record schema not seen on this table yet may widen or relax a column */
-        bool new_schema = s->cfg->evolve && schema && !(t->last_schema && json_equal(t->last_schema, schema));
+        bool new_schema = s->cfg->evolve && schema && t->last_schema != schema &&
+                          !(t->last_schema && json_equal(t->last_schema, schema));
         if ((missing && json_array_size(missing)) || new_schema) {
             json_decref(conv);
             conv = NULL;
@@ -863,6 +877,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_topic_partition_list_t *subs = NULL;
     char kerr[512];
     if ((e = connect_catalog(&s, err, errlen))) goto out;
+    if (cfg->avro && (e = fl_sink_registry_new(cfg->registry_url, cfg->registry_user_info, &s.reg, err, errlen)))
+        goto out;
 
     conf = rd_kafka_conf_new();
     /* the sink's own settings first; the user's may change all but the offset-handling ones below */
@@ -939,6 +955,7 @@ out:
         rd_kafka_destroy(s.dlq);
     }
     fl_rest_client_free(s.rest);
+    fl_sink_registry_free(s.reg);
     json_decref(s.absent);
     return e;
 }
