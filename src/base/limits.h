@@ -59,6 +59,7 @@
 #define FL_ICEBERG_MAX_EQUALITY_IDS 16               /* equality ids of one equality delete file (compaction) */
 #define FL_REWRITE_SORT_GROUP_BYTES (512LL * 1024 * 1024) /* input bytes of one sort/z-order compaction group */
 #define FL_REWRITE_SORT_MEM_BYTES  (1024LL * 1024 * 1024) /* rows of a sorted group held in memory before a run is written */
+#define FL_REWRITE_MAX_ANCESTRY    100000           /* snapshots walked back for resume points a replace carries */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
 /* updates in one REST commit (all tables of a transaction together). Spark and PyIceberg
  * send a handful, but Iceberg Java's expireSnapshots sends one remove-snapshots update

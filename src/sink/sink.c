@@ -96,10 +96,19 @@ void fl_sink_offsets_key(const char *group, char *buf, size_t n) { snprintf(buf,
 
 json_t *fl_sink_table_offsets(json_t *md, int64_t snap_id, const char *key)
 {
+    return fl_sink_table_offsets_cut(md, snap_id, key, NULL);
+}
+
+json_t *fl_sink_table_offsets_cut(json_t *md, int64_t snap_id, const char *key, bool *cut)
+{
     int64_t id = snap_id;
+    if (cut) *cut = false;
     for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
         json_t *s = find_snapshot(md, id);
-        if (!s) break;
+        if (!s) {
+            if (cut) *cut = true;
+            break;
+        }
         const char *v = json_string_value(json_object_get(json_object_get(s, "summary"), key));
         if (v) {
             json_t *m = json_loads(v, 0, NULL);
@@ -314,7 +323,11 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
     fl_rest_table_ops(&t->ctx, &t->ops);
     if ((*e = fl_append_open(&t->ap, &t->ops, NULL, err, errlen))) goto fail;
     json_t *md = fl_append_metadata(t->ap);
-    t->offsets = fl_sink_table_offsets(md, main_snapshot(md), s->key);
+    bool cut = false;
+    t->offsets = fl_sink_table_offsets_cut(md, main_snapshot(md), s->key, &cut);
+    if (cut && !json_object_size(t->offsets))
+        fl_warn("sink: table %s has no %s in its retained history (expired after a rewrite that did not carry "
+                "it?): its records are resumed from the Kafka group offsets", name, s->key);
     fl_vec_init(&t->batch, fl_append_schema(t->ap));
     s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
     s->tables[s->n_tables++] = t;

@@ -282,8 +282,17 @@ FL_TEST(sink_table_offsets_walk_ancestry)
     m = fl_sink_table_offsets(md, 1, key);
     CHECK_EQ(json_integer_value(json_object_get(json_object_get(m, "t"), "0")), 5);
     json_decref(m);
-    m = fl_sink_table_offsets(md, 3, "floe.offsets.other");
+    bool cut = true;
+    m = fl_sink_table_offsets_cut(md, 3, "floe.offsets.other", &cut);
     CHECK_EQ(json_object_size(m), 0);
+    CHECK(!cut);   /* the whole history was there: the group never wrote */
+    json_decref(m);
+    /* snapshots 1 and 2 expired: the walk stops at the missing parent */
+    json_array_remove(json_object_get(md, "snapshots"), 0);
+    json_array_remove(json_object_get(md, "snapshots"), 0);
+    m = fl_sink_table_offsets_cut(md, 3, key, &cut);
+    CHECK_EQ(json_object_size(m), 0);
+    CHECK(cut);
     json_decref(m);
     json_decref(md);
 }

@@ -112,6 +112,7 @@ FL_TEST(sink_avro_datum_and_connect_schema)
     fl_avro_dec_init(&d, fl_slice(b.ptr, b.len));
     CHECK(fl_sink_avro_datum(&s, root, &d, &v, err, sizeof err) == FL_ERR_INVALID);
     fl_buf_free(&b);
+    json_decref(cs);
     fl_avro_schema_free(&s);
 }
 
