@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact compat compat-quick demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick demo clean
 
 all: build
 
@@ -62,6 +62,9 @@ bench-parquet: deps build
 
 bench-compact: deps build
 	@.venv/bin/python bench/compact_vs_spark.py
+
+bench-sink: deps build
+	@.venv/bin/python bench/sink.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
