@@ -62,6 +62,8 @@ typedef struct sink {
     char fatal_msg[1024];
     int dlq_failures;
     int64_t records, dlq_records, commits;
+    int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
+    json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
 } sink_t;
 
@@ -449,6 +451,7 @@ static void commit_all(sink_t *s)
 {
     if (s->fatal) return;
     s->last_commit = fl_mono_ms();
+    s->batch_records = s->batch_bytes = 0;
     bool any = false;
     for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
     if (!any) return;
@@ -657,6 +660,8 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
     char err[1024] = "";
     s->records++;
+    s->batch_records++;
+    s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
     fl_err_t e;
     if (s->reg) {
@@ -672,6 +677,19 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     }
     if (e) { bad_record(s, m, err); goto done; }
     if (!value) goto done;   /* tombstone: skipped, its offset still advances */
+    if (s->cfg->kmeta_field) {
+        rd_kafka_timestamp_type_t tst;
+        fl_sink_kafka_metadata(s->cfg, value, topic, m->partition, m->offset, rd_kafka_message_timestamp(m, &tst));
+        if (schema) {   /* one schema kept: records usually share theirs */
+            if (schema != s->kmeta_src && !(s->kmeta_src && json_equal(schema, s->kmeta_src))) {
+                json_decref(s->kmeta_src);
+                json_decref(s->kmeta_schema);
+                s->kmeta_src = json_incref(schema);
+                s->kmeta_schema = fl_sink_kafka_metadata_schema(s->cfg, schema);
+            }
+            schema = s->kmeta_schema;
+        }
+    }
     const char *names[64];
     char rbuf[512], why[256];
     int n = route(s, value, names, 64, rbuf, sizeof rbuf, why, sizeof why);
@@ -945,7 +963,10 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
             rd_kafka_message_destroy(m);
         }
         if (s.dlq) rd_kafka_poll(s.dlq, 0);
-        if (!s.fatal && fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms) commit_all(&s);
+        if (!s.fatal && (fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms ||
+                         (cfg->commit_max_records && s.batch_records >= cfg->commit_max_records) ||
+                         (cfg->commit_max_bytes && s.batch_bytes >= cfg->commit_max_bytes)))
+            commit_all(&s);
     }
     if (!s.fatal) commit_all(&s);
     if (s.fatal) {
@@ -969,6 +990,8 @@ out:
     }
     fl_rest_client_free(s.rest);
     fl_sink_registry_free(s.reg);
+    json_decref(s.kmeta_src);
+    json_decref(s.kmeta_schema);
     json_decref(s.absent);
     return e;
 }
