@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact compat compat-quick soak demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick soak demo clean
 
 all: build
 
@@ -66,6 +66,9 @@ bench-parquet: deps build
 
 bench-compact: deps build
 	@.venv/bin/python bench/compact_vs_spark.py
+
+bench-sink: deps build
+	@.venv/bin/python bench/sink.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

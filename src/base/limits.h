@@ -61,6 +61,7 @@
 #define FL_REWRITE_SORT_MEM_BYTES  (1024LL * 1024 * 1024) /* rows of a sorted group held in memory before a run is written */
 #define FL_PUFFIN_MAX_FOOTER_BYTES (16 * 1024 * 1024) /* a Puffin file's footer JSON (deletion vectors) */
 #define FL_PUFFIN_MAX_FILE_BYTES   (512LL * 1024 * 1024) /* a Puffin file compaction reads whole for its DVs */
+#define FL_REWRITE_MAX_ANCESTRY    100000           /* snapshots walked back for resume points a replace carries */
 #define FL_ICEBERG_MAX_DEPTH       64               /* nesting depth of a schema's types */
 /* updates in one REST commit (all tables of a transaction together). Spark and PyIceberg
  * send a handful, but Iceberg Java's expireSnapshots sends one remove-snapshots update
@@ -68,8 +69,8 @@
  * (add-schema is indexed), so the cap bounds the time a commit holds its table's lock. */
 #define FL_ICEBERG_MAX_COMMIT_UPDATES 10000
 #define FL_MANIFEST_MAX_ENTRIES    (4 * 1024 * 1024) /* entries in one manifest / manifest list */
-#define FL_MANIFEST_MAX_AVRO_NODES 65536            /* types in a manifest file's Avro schema */
-#define FL_MANIFEST_MAX_DEPTH      32               /* nesting of a manifest file's Avro schema */
+#define FL_AVRO_MAX_SCHEMA_NODES   65536            /* types in one Avro schema (manifests, Kafka records) */
+#define FL_AVRO_MAX_SCHEMA_DEPTH   32               /* nesting of one Avro schema */
 
 #define FL_AVRO_MAX_META_ENTRIES   1024              /* container header metadata map entries */
 #define FL_AVRO_MAX_BLOCK_BYTES    (64 * 1024 * 1024) /* one container block, compressed or not */
@@ -106,6 +107,8 @@
 #define FL_SINK_BATCH_ROWS         8192               /* rows buffered per table before they go to Parquet */
 #define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
 #define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
+#define FL_SINK_MAX_SCHEMA_BYTES   (1024 * 1024)      /* one schema registry answer */
+#define FL_SINK_MAX_SCHEMAS        4096               /* schema ids cached (Avro input) */
 #define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */

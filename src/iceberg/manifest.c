@@ -17,6 +17,7 @@
 #include <string.h>
 #include "base/limits.h"
 #include "base/mem.h"
+#include "format/avro_schema.h"
 
 #define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
 
@@ -1014,236 +1015,10 @@ fl_err_t fl_manifest_list_write_v3(int64_t snapshot_id, int64_t parent_id, int64
  * reading: a decoding plan from the file's Avro schema
  * ====================================================================== */
 
-typedef enum akind {
-    A_NULL, A_BOOL, A_INT, A_LONG, A_FLOAT, A_DOUBLE, A_BYTES, A_STRING,
-    A_FIXED, A_ENUM, A_RECORD, A_ARRAY, A_MAP, A_UNION,
-} akind_t;
-
-typedef enum alogical {
-    L_NONE, L_DATE, L_TIME, L_TS, L_TSTZ, L_TS_NS, L_TSTZ_NS, L_DECIMAL, L_UUID, L_OTHER,
-} alogical_t;
-
-typedef struct anode {
-    akind_t kind;
-    alogical_t logical;
-    int32_t size;            /* fixed size / enum symbols */
-    int32_t scale;           /* decimal */
-    char *name;              /* named types (record, fixed, enum) */
-    int32_t n;               /* record fields / union branches / 1 for array, map */
-    int32_t *sub;            /* node index per field / branch / item */
-    int32_t *ids;            /* record: field-id per field, -1 none */
-    char **fnames;           /* record: field names */
-} anode_t;
-
-typedef struct plan {
-    anode_t *nodes;
-    int32_t n, cap;
-    char *err;
-    size_t errlen;
-} plan_t;
-
-#define PERR(...) do { if (p->err && p->errlen) snprintf(p->err, p->errlen, __VA_ARGS__); } while (0)
-
-static void plan_free(plan_t *p)
-{
-    for (int32_t i = 0; i < p->n; i++) {
-        anode_t *a = &p->nodes[i];
-        free(a->name);
-        free(a->sub);
-        free(a->ids);
-        if (a->fnames)
-            for (int32_t j = 0; j < a->n; j++) free(a->fnames[j]);
-        free(a->fnames);
-    }
-    free(p->nodes);
-    p->nodes = NULL;
-    p->n = 0;
-}
-
-static int32_t new_node(plan_t *p, akind_t k)
-{
-    if (p->n >= FL_MANIFEST_MAX_AVRO_NODES) {
-        PERR("Avro schema has too many types");
-        return -1;
-    }
-    if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 64;
-        p->nodes = fl_realloc(p->nodes, (size_t)p->cap * sizeof *p->nodes);
-    }
-    memset(&p->nodes[p->n], 0, sizeof p->nodes[p->n]);
-    p->nodes[p->n].kind = k;
-    return p->n++;
-}
-
-static bool prim_kind(const char *s, akind_t *k)
-{
-    static const struct { const char *n; akind_t k; } t[] = {
-        { "null", A_NULL }, { "boolean", A_BOOL }, { "int", A_INT }, { "long", A_LONG },
-        { "float", A_FLOAT }, { "double", A_DOUBLE }, { "bytes", A_BYTES }, { "string", A_STRING },
-    };
-    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-        if (!strcmp(s, t[i].n)) { *k = t[i].k; return true; }
-    return false;
-}
-
-static int32_t lookup_named(plan_t *p, const char *name)
-{
-    const char *dot = strrchr(name, '.');
-    const char *shortn = dot ? dot + 1 : name;
-    for (int32_t i = 0; i < p->n; i++) {
-        const char *nm = p->nodes[i].name;
-        if (!nm) continue;
-        const char *d2 = strrchr(nm, '.');
-        if (!strcmp(nm, name) || !strcmp(d2 ? d2 + 1 : nm, shortn)) return i;
-    }
-    return -1;
-}
-
-static int32_t parse_node(plan_t *p, json_t *t, int depth);
-
-static alogical_t logical_of(json_t *o, akind_t k, int32_t *scale)
-{
-    const char *lt = json_string_value(json_object_get(o, "logicalType"));
-    if (!lt) return L_NONE;
-    json_t *adj = json_object_get(o, "adjust-to-utc");
-    bool utc = adj ? json_is_true(adj) : true;
-    if (k == A_INT && !strcmp(lt, "date")) return L_DATE;
-    if (k == A_LONG && !strcmp(lt, "time-micros")) return L_TIME;
-    if (k == A_LONG && !strcmp(lt, "timestamp-micros")) return utc ? L_TSTZ : L_TS;
-    if (k == A_LONG && !strcmp(lt, "local-timestamp-micros")) return L_TS;
-    if (k == A_LONG && !strcmp(lt, "timestamp-nanos")) return utc ? L_TSTZ_NS : L_TS_NS;
-    if (k == A_LONG && !strcmp(lt, "local-timestamp-nanos")) return L_TS_NS;
-    if ((k == A_FIXED || k == A_BYTES) && !strcmp(lt, "decimal")) {
-        json_t *s = json_object_get(o, "scale");
-        json_int_t v = json_is_integer(s) ? json_integer_value(s) : 0;
-        *scale = v >= 0 && v <= 38 ? (int32_t)v : 0;
-        return L_DECIMAL;
-    }
-    if ((k == A_FIXED || k == A_STRING) && !strcmp(lt, "uuid")) return L_UUID;
-    return L_OTHER;
-}
-
-static int32_t parse_node(plan_t *p, json_t *t, int depth)
-{
-    if (depth > FL_MANIFEST_MAX_DEPTH) {
-        PERR("Avro schema nested too deeply");
-        return -1;
-    }
-    akind_t k;
-    if (json_is_string(t)) {
-        const char *s = json_string_value(t);
-        if (prim_kind(s, &k)) return new_node(p, k);
-        int32_t r = lookup_named(p, s);
-        if (r < 0) PERR("Avro schema: unknown type \"%.64s\"", s);
-        return r;
-    }
-    if (json_is_array(t)) {
-        size_t nb = json_array_size(t);
-        if (nb == 0 || nb > 64) {
-            PERR("Avro schema: bad union");
-            return -1;
-        }
-        int32_t id = new_node(p, A_UNION);
-        if (id < 0) return -1;
-        int32_t *sub = fl_calloc(nb, sizeof *sub);
-        p->nodes[id].sub = sub;
-        p->nodes[id].n = (int32_t)nb;
-        for (size_t i = 0; i < nb; i++) {
-            int32_t c = parse_node(p, json_array_get(t, i), depth + 1);
-            if (c < 0) return -1;
-            p->nodes[id].sub[i] = c;
-        }
-        return id;
-    }
-    if (!json_is_object(t)) {
-        PERR("Avro schema: bad type");
-        return -1;
-    }
-    json_t *ty = json_object_get(t, "type");
-    if (!json_is_string(ty)) {
-        if (json_is_object(ty) || json_is_array(ty)) return parse_node(p, ty, depth + 1);
-        PERR("Avro schema: type without \"type\"");
-        return -1;
-    }
-    const char *s = json_string_value(ty);
-    int32_t id, scale = 0;
-    if (prim_kind(s, &k)) {
-        if ((id = new_node(p, k)) < 0) return -1;
-        p->nodes[id].logical = logical_of(t, k, &scale);
-        p->nodes[id].scale = scale;
-        return id;
-    }
-    const char *name = json_string_value(json_object_get(t, "name"));
-    if (!strcmp(s, "fixed")) {
-        json_t *sz = json_object_get(t, "size");
-        if (!json_is_integer(sz) || json_integer_value(sz) < 0 || json_integer_value(sz) > (1 << 20) || !name) {
-            PERR("Avro schema: bad fixed");
-            return -1;
-        }
-        if ((id = new_node(p, A_FIXED)) < 0) return -1;
-        p->nodes[id].size = (int32_t)json_integer_value(sz);
-        p->nodes[id].name = fl_strdup(name);
-        p->nodes[id].logical = logical_of(t, A_FIXED, &scale);
-        p->nodes[id].scale = scale;
-        return id;
-    }
-    if (!strcmp(s, "enum")) {
-        json_t *sy = json_object_get(t, "symbols");
-        if (!json_is_array(sy) || !json_array_size(sy) || !name) {
-            PERR("Avro schema: bad enum");
-            return -1;
-        }
-        if ((id = new_node(p, A_ENUM)) < 0) return -1;
-        p->nodes[id].size = (int32_t)json_array_size(sy);
-        p->nodes[id].name = fl_strdup(name);
-        return id;
-    }
-    if (!strcmp(s, "array") || !strcmp(s, "map")) {
-        bool arr = !strcmp(s, "array");
-        if ((id = new_node(p, arr ? A_ARRAY : A_MAP)) < 0) return -1;
-        p->nodes[id].sub = fl_calloc(1, sizeof(int32_t));
-        p->nodes[id].n = 1;
-        int32_t c = parse_node(p, json_object_get(t, arr ? "items" : "values"), depth + 1);
-        if (c < 0) return -1;
-        p->nodes[id].sub[0] = c;
-        return id;
-    }
-    if (!strcmp(s, "record") || !strcmp(s, "error")) {
-        json_t *fields = json_object_get(t, "fields");
-        if (!json_is_array(fields) || !name || json_array_size(fields) > FL_ICEBERG_MAX_FIELDS) {
-            PERR("Avro schema: bad record");
-            return -1;
-        }
-        size_t nf = json_array_size(fields);
-        if ((id = new_node(p, A_RECORD)) < 0) return -1;
-        p->nodes[id].name = fl_strdup(name); /* before the fields: recursive references */
-        p->nodes[id].sub = fl_calloc(nf ? nf : 1, sizeof(int32_t));
-        p->nodes[id].ids = fl_calloc(nf ? nf : 1, sizeof(int32_t));
-        p->nodes[id].fnames = fl_calloc(nf ? nf : 1, sizeof(char *));
-        p->nodes[id].n = (int32_t)nf;
-        for (size_t i = 0; i < nf; i++) {
-            json_t *f = json_array_get(fields, i);
-            const char *fname = json_string_value(json_object_get(f, "name"));
-            json_t *fid = json_object_get(f, "field-id");
-            p->nodes[id].fnames[i] = fl_strdup(fname ? fname : "");
-            p->nodes[id].ids[i] = json_is_integer(fid) && json_integer_value(fid) >= 0 &&
-                                  json_integer_value(fid) <= INT32_MAX ? (int32_t)json_integer_value(fid) : -1;
-            p->nodes[id].sub[i] = -1;
-            int32_t c = parse_node(p, json_object_get(f, "type"), depth + 1);
-            if (c < 0) return -1;
-            p->nodes[id].sub[i] = c;
-        }
-        return id;
-    }
-    int32_t r = lookup_named(p, s);
-    if (r < 0) PERR("Avro schema: unknown type \"%.64s\"", s);
-    return r;
-}
-
 /* ---- decoding helpers ---- */
 
 typedef struct rd {
-    plan_t *p;
+    fl_avro_schema_t *p;
     fl_avro_dec_t d;
     char *err;
     size_t errlen;
@@ -1252,61 +1027,18 @@ typedef struct rd {
 
 #define RERR(...) do { if (r->err && r->errlen) snprintf(r->err, r->errlen, __VA_ARGS__); } while (0)
 
-static fl_err_t skip_value(rd_t *r, int32_t n, int depth)
-{
-    if (depth > FL_MANIFEST_MAX_DEPTH * 2) return FL_ERR_INVALID;
-    const anode_t *a = &r->p->nodes[n];
-    int64_t x;
-    fl_slice_t s;
-    switch (a->kind) {
-    case A_NULL: return FL_OK;
-    case A_BOOL: { bool b; return fl_avro_get_bool(&r->d, &b); }
-    case A_INT: case A_LONG: case A_ENUM: return fl_avro_get_long(&r->d, &x);
-    case A_FLOAT: return fl_avro_skip(&r->d, 4);
-    case A_DOUBLE: return fl_avro_skip(&r->d, 8);
-    case A_BYTES: case A_STRING: return fl_avro_get_bytes(&r->d, &s);
-    case A_FIXED: return fl_avro_skip(&r->d, (size_t)a->size);
-    case A_RECORD:
-        for (int32_t i = 0; i < a->n; i++) {
-            fl_err_t e = skip_value(r, a->sub[i], depth + 1);
-            if (e) return e;
-        }
-        return FL_OK;
-    case A_UNION: {
-        int64_t br;
-        fl_err_t e = fl_avro_get_union(&r->d, a->n, &br);
-        return e ? e : skip_value(r, a->sub[br], depth + 1);
-    }
-    case A_ARRAY: case A_MAP:
-        for (;;) {
-            int64_t cnt;
-            fl_err_t e = fl_avro_get_block_count(&r->d, &cnt);
-            if (e) return e;
-            if (!cnt) return FL_OK;
-            for (int64_t i = 0; i < cnt; i++) {
-                if (++r->items > FL_AVRO_MAX_ITEMS * 4LL) return FL_ERR_TOO_LARGE;
-                size_t before = fl_avro_dec_left(&r->d);
-                if (a->kind == A_MAP && (e = fl_avro_get_string(&r->d, &s))) return e;
-                if ((e = skip_value(r, a->sub[0], depth + 1))) return e;
-                if (fl_avro_dec_left(&r->d) == before) return FL_ERR_INVALID; /* zero-width items */
-            }
-        }
-    }
-    return FL_ERR_INVALID;
-}
-
 /* Follow unions: *n becomes the branch taken; *null when it is "null". */
 static fl_err_t unwrap(rd_t *r, int32_t *n, bool *null)
 {
     *null = false;
-    for (int i = 0; r->p->nodes[*n].kind == A_UNION; i++) {
+    for (int i = 0; r->p->nodes[*n].kind == FL_AVRO_T_UNION; i++) {
         int64_t br;
         if (i > 4) return FL_ERR_INVALID;
         fl_err_t e = fl_avro_get_union(&r->d, r->p->nodes[*n].n, &br);
         if (e) return e;
         *n = r->p->nodes[*n].sub[br];
     }
-    *null = r->p->nodes[*n].kind == A_NULL;
+    *null = r->p->nodes[*n].kind == FL_AVRO_T_NULL;
     return FL_OK;
 }
 
@@ -1317,8 +1049,8 @@ static fl_err_t get_long_v(rd_t *r, int32_t n, bool *has, int64_t *v)
     if (e) return e;
     *has = !null;
     if (null) return FL_OK;
-    akind_t k = r->p->nodes[n].kind;
-    if (k != A_INT && k != A_LONG) return FL_ERR_INVALID;
+    fl_avro_kind_t k = r->p->nodes[n].kind;
+    if (k != FL_AVRO_T_INT && k != FL_AVRO_T_LONG) return FL_ERR_INVALID;
     return fl_avro_get_long(&r->d, v);
 }
 
@@ -1339,7 +1071,7 @@ static fl_err_t get_bool_v(rd_t *r, int32_t n, bool *has, bool *v)
     if (e) return e;
     *has = !null;
     if (null) return FL_OK;
-    if (r->p->nodes[n].kind != A_BOOL) return FL_ERR_INVALID;
+    if (r->p->nodes[n].kind != FL_AVRO_T_BOOL) return FL_ERR_INVALID;
     return fl_avro_get_bool(&r->d, v);
 }
 
@@ -1350,9 +1082,9 @@ static fl_err_t get_bytes_v(rd_t *r, int32_t n, bool *has, fl_slice_t *v)
     if (e) return e;
     *has = !null;
     if (null) return FL_OK;
-    const anode_t *a = &r->p->nodes[n];
-    if (a->kind == A_FIXED) return fl_avro_get_fixed(&r->d, (size_t)a->size, v);
-    if (a->kind != A_BYTES && a->kind != A_STRING) return FL_ERR_INVALID;
+    const fl_avro_node_t *a = &r->p->nodes[n];
+    if (a->kind == FL_AVRO_T_FIXED) return fl_avro_get_fixed(&r->d, (size_t)a->size, v);
+    if (a->kind != FL_AVRO_T_BYTES && a->kind != FL_AVRO_T_STRING) return FL_ERR_INVALID;
     return fl_avro_get_bytes(&r->d, v);
 }
 
@@ -1369,11 +1101,11 @@ static fl_err_t read_summaries(rd_t *r, int32_t n, fl_manifest_file_t *m)
     fl_err_t e = unwrap(r, &n, &null);
     if (e) return e;
     if (null) return FL_OK;
-    const anode_t *arr = &r->p->nodes[n];
-    if (arr->kind != A_ARRAY || r->p->nodes[arr->sub[0]].kind != A_RECORD) return FL_ERR_INVALID;
+    const fl_avro_node_t *arr = &r->p->nodes[n];
+    if (arr->kind != FL_AVRO_T_ARRAY || r->p->nodes[arr->sub[0]].kind != FL_AVRO_T_RECORD) return FL_ERR_INVALID;
     if (m->has_partitions) return FL_ERR_INVALID; /* field given twice */
     m->has_partitions = true;
-    const anode_t *rec = &r->p->nodes[arr->sub[0]];
+    const fl_avro_node_t *rec = &r->p->nodes[arr->sub[0]];
     size_t cap = 0;
     for (;;) {
         int64_t cnt;
@@ -1406,7 +1138,7 @@ static fl_err_t read_summaries(rd_t *r, int32_t n, fl_manifest_file_t *m)
                         else s->has_upper = true;
                     }
                     break;
-                default: e = skip_value(r, rec->sub[f], 0);
+                default: e = fl_avro_skip_value(r->p, &r->d, rec->sub[f], &r->items);
                 }
             }
             if (e) return e;
@@ -1417,7 +1149,7 @@ static fl_err_t read_summaries(rd_t *r, int32_t n, fl_manifest_file_t *m)
 
 static fl_err_t read_list_record(rd_t *r, int32_t root, fl_manifest_file_t *m)
 {
-    const anode_t *rec = &r->p->nodes[root];
+    const fl_avro_node_t *rec = &r->p->nodes[root];
     fl_err_t e = FL_OK;
     for (int32_t f = 0; f < rec->n && !e; f++) {
         int32_t n = rec->sub[f];
@@ -1442,28 +1174,26 @@ static fl_err_t read_list_record(rd_t *r, int32_t root, fl_manifest_file_t *m)
         case 514: e = get_long_v(r, n, &has, &m->deleted_rows_count); break;
         case 507: e = read_summaries(r, n, m); break;
         case 520: e = get_long_v(r, n, &m->has_first_row_id, &m->first_row_id); break;
-        default: e = skip_value(r, n, 0);
+        default: e = fl_avro_skip_value(r->p, &r->d, n, &r->items);
         }
     }
     if (!e && !m->manifest_path) e = FL_ERR_INVALID;
     return e;
 }
 
-static bool record_has_id(const plan_t *p, int32_t n, int32_t id)
+static bool record_has_id(const fl_avro_schema_t *p, int32_t n, int32_t id)
 {
-    const anode_t *a = &p->nodes[n];
-    if (a->kind != A_RECORD) return false;
+    const fl_avro_node_t *a = &p->nodes[n];
+    if (a->kind != FL_AVRO_T_RECORD) return false;
     for (int32_t i = 0; i < a->n; i++)
         if (a->ids[i] == id) return true;
     return false;
 }
 
-static fl_err_t open_plan(fl_slice_t file, fl_avro_reader_t *ar, plan_t *p, int32_t *root,
+static fl_err_t open_plan(fl_slice_t file, fl_avro_reader_t *ar, fl_avro_schema_t *p, int32_t *root,
                           char *err, size_t errlen)
 {
     memset(p, 0, sizeof *p);
-    p->err = err;
-    p->errlen = errlen;
     fl_err_t e = fl_avro_reader_open(ar, file);
     if (e) {
         ERR("not an Avro container file (%s)", fl_err_str(e));
@@ -1476,11 +1206,11 @@ static fl_err_t open_plan(fl_slice_t file, fl_avro_reader_t *ar, plan_t *p, int3
         fl_avro_reader_close(ar);
         return FL_ERR_INVALID;
     }
-    *root = parse_node(p, js, 0);
+    *root = fl_avro_schema_parse(p, js, err, errlen);
     json_decref(js);
-    if (*root < 0 || p->nodes[*root].kind != A_RECORD) {
+    if (*root < 0 || p->nodes[*root].kind != FL_AVRO_T_RECORD) {
         if (*root >= 0) ERR("avro.schema is not a record");
-        plan_free(p);
+        fl_avro_schema_free(p);
         fl_avro_reader_close(ar);
         return FL_ERR_INVALID;
     }
@@ -1544,7 +1274,7 @@ fl_err_t fl_manifest_list_read(fl_slice_t file, fl_manifest_file_t **files, size
     *files = NULL;
     *n = 0;
     fl_avro_reader_t ar;
-    plan_t p;
+    fl_avro_schema_t p;
     int32_t root;
     fl_err_t e = open_plan(file, &ar, &p, &root, err, errlen);
     if (e) return e;
@@ -1557,7 +1287,7 @@ fl_err_t fl_manifest_list_read(fl_slice_t file, fl_manifest_file_t **files, size
     rd_t r = { .p = &p, .err = err, .errlen = errlen };
     if (!e)
         e = read_records(&ar, &r.d, &r, "manifest list", read_list_cb, &r, root, (void **)&out, sizeof *out, &cnt);
-    plan_free(&p);
+    fl_avro_schema_free(&p);
     fl_avro_reader_close(&ar);
     if (e) {
         fl_manifest_files_free(out, cnt);
@@ -1597,10 +1327,10 @@ static fl_err_t read_metric_map(mread_t *m, int32_t n, int which)
     bool null;
     fl_err_t e = unwrap(r, &n, &null);
     if (e || null) return e;
-    const anode_t *a = &r->p->nodes[n];
-    if (a->kind != A_ARRAY || r->p->nodes[a->sub[0]].kind != A_RECORD)
-        return skip_value(r, n, 0); /* an Avro map with string keys: not an Iceberg metric map */
-    const anode_t *rec = &r->p->nodes[a->sub[0]];
+    const fl_avro_node_t *a = &r->p->nodes[n];
+    if (a->kind != FL_AVRO_T_ARRAY || r->p->nodes[a->sub[0]].kind != FL_AVRO_T_RECORD)
+        return fl_avro_skip_value(r->p, &r->d, n, &r->items); /* an Avro map with string keys: not an Iceberg metric map */
+    const fl_avro_node_t *rec = &r->p->nodes[a->sub[0]];
     int kpos = -1, vpos = -1;
     for (int32_t i = 0; i < rec->n; i++) {
         if (!strcmp(rec->fnames[i], "key")) kpos = i;
@@ -1620,7 +1350,7 @@ static fl_err_t read_metric_map(mread_t *m, int32_t n, int which)
                 if (f == kpos) e = get_int_v(r, rec->sub[f], &hk, &kv.key);
                 else if (f == vpos && which < 4) e = get_long_v(r, rec->sub[f], &hv, &kv.v);
                 else if (f == vpos) e = get_bytes_v(r, rec->sub[f], &hv, &kv.b);
-                else e = skip_value(r, rec->sub[f], 0);
+                else e = fl_avro_skip_value(r->p, &r->d, rec->sub[f], &r->items);
             }
             if (e) return e;
             if (fl_avro_dec_left(&r->d) == before) return FL_ERR_INVALID;
@@ -1686,41 +1416,41 @@ static fl_err_t read_part_value(rd_t *r, int32_t n, fl_ice_value_t *v)
     memset(v, 0, sizeof *v);
     fl_err_t e = unwrap(r, &n, &null);
     if (e || null) return e;
-    const anode_t *a = &r->p->nodes[n];
+    const fl_avro_node_t *a = &r->p->nodes[n];
     int64_t x;
     fl_slice_t s;
     switch (a->kind) {
-    case A_BOOL:
+    case FL_AVRO_T_BOOL:
         v->kind = FL_ICE_BOOLEAN;
         return fl_avro_get_bool(&r->d, &v->u.b);
-    case A_INT: {
+    case FL_AVRO_T_INT: {
         if ((e = fl_avro_get_long(&r->d, &x))) return e;
         if (x < INT32_MIN || x > INT32_MAX) return FL_ERR_INVALID;
-        v->kind = a->logical == L_DATE ? FL_ICE_DATE : FL_ICE_INT;
+        v->kind = a->logical == FL_AVRO_L_DATE ? FL_ICE_DATE : FL_ICE_INT;
         v->u.i = (int32_t)x;
         return FL_OK;
     }
-    case A_LONG:
+    case FL_AVRO_T_LONG:
         switch (a->logical) {
-        case L_TIME: v->kind = FL_ICE_TIME; break;
-        case L_TS: v->kind = FL_ICE_TIMESTAMP; break;
-        case L_TSTZ: v->kind = FL_ICE_TIMESTAMPTZ; break;
-        case L_TS_NS: v->kind = FL_ICE_TIMESTAMP_NS; break;
-        case L_TSTZ_NS: v->kind = FL_ICE_TIMESTAMPTZ_NS; break;
+        case FL_AVRO_L_TIME: v->kind = FL_ICE_TIME; break;
+        case FL_AVRO_L_TS: v->kind = FL_ICE_TIMESTAMP; break;
+        case FL_AVRO_L_TSTZ: v->kind = FL_ICE_TIMESTAMPTZ; break;
+        case FL_AVRO_L_TS_NS: v->kind = FL_ICE_TIMESTAMP_NS; break;
+        case FL_AVRO_L_TSTZ_NS: v->kind = FL_ICE_TIMESTAMPTZ_NS; break;
         default: v->kind = FL_ICE_LONG;
         }
         return fl_avro_get_long(&r->d, &v->u.l);
-    case A_FLOAT:
+    case FL_AVRO_T_FLOAT:
         v->kind = FL_ICE_FLOAT;
         return fl_avro_get_float(&r->d, &v->u.f);
-    case A_DOUBLE:
+    case FL_AVRO_T_DOUBLE:
         v->kind = FL_ICE_DOUBLE;
         return fl_avro_get_double(&r->d, &v->u.d);
-    case A_STRING: case A_BYTES: case A_FIXED:
-        if (a->kind == A_FIXED) e = fl_avro_get_fixed(&r->d, (size_t)a->size, &s);
+    case FL_AVRO_T_STRING: case FL_AVRO_T_BYTES: case FL_AVRO_T_FIXED:
+        if (a->kind == FL_AVRO_T_FIXED) e = fl_avro_get_fixed(&r->d, (size_t)a->size, &s);
         else e = fl_avro_get_bytes(&r->d, &s);
         if (e) return e;
-        if (a->logical == L_DECIMAL) {
+        if (a->logical == FL_AVRO_L_DECIMAL) {
             /* strip redundant sign bytes down to at most 16 */
             const unsigned char *q = (const unsigned char *)s.ptr;
             size_t len = s.len;
@@ -1735,13 +1465,13 @@ static fl_err_t read_part_value(rd_t *r, int32_t n, fl_ice_value_t *v)
             v->u.dec.scale = a->scale;
             return FL_OK;
         }
-        if (a->logical == L_UUID && a->kind == A_FIXED) {
+        if (a->logical == FL_AVRO_L_UUID && a->kind == FL_AVRO_T_FIXED) {
             if (s.len != 16) return FL_ERR_INVALID;
             v->kind = FL_ICE_UUID;
             memcpy(v->u.uuid, s.ptr, 16);
             return FL_OK;
         }
-        v->kind = a->kind == A_STRING ? FL_ICE_STRING : a->kind == A_FIXED ? FL_ICE_FIXED : FL_ICE_BINARY;
+        v->kind = a->kind == FL_AVRO_T_STRING ? FL_ICE_STRING : a->kind == FL_AVRO_T_FIXED ? FL_ICE_FIXED : FL_ICE_BINARY;
         {
             unsigned char *cp = fl_malloc(s.len ? s.len : 1);
             if (s.len) memcpy(cp, s.ptr, s.len);
@@ -1759,8 +1489,8 @@ static fl_err_t read_partition(rd_t *r, int32_t n, fl_data_file_t *f)
     bool null;
     fl_err_t e = unwrap(r, &n, &null);
     if (e || null) return e;
-    const anode_t *a = &r->p->nodes[n];
-    if (a->kind != A_RECORD || f->partition) return FL_ERR_INVALID;
+    const fl_avro_node_t *a = &r->p->nodes[n];
+    if (a->kind != FL_AVRO_T_RECORD || f->partition) return FL_ERR_INVALID;
     f->partition = fl_calloc(a->n ? (size_t)a->n : 1, sizeof *f->partition);
     for (int32_t i = 0; i < a->n; i++) {
         f->n_partition = (size_t)i + 1;
@@ -1779,8 +1509,8 @@ static fl_err_t read_num_array(rd_t *r, int32_t n, bool ints, void **arr, size_t
     bool null;
     fl_err_t e = unwrap(r, &n, &null);
     if (e || null) return e;
-    const anode_t *a = &r->p->nodes[n];
-    if (a->kind != A_ARRAY || *arr) return FL_ERR_INVALID;
+    const fl_avro_node_t *a = &r->p->nodes[n];
+    if (a->kind != FL_AVRO_T_ARRAY || *arr) return FL_ERR_INVALID;
     size_t cap = 4, w = ints ? sizeof(int32_t) : sizeof(int64_t);
     unsigned char *out = fl_malloc(cap * w);
     *arr = out;
@@ -1815,8 +1545,8 @@ static fl_err_t read_data_file(mread_t *m, int32_t n, fl_data_file_t *f)
     bool null;
     fl_err_t e = unwrap(r, &n, &null);
     if (e) return e;
-    if (null || r->p->nodes[n].kind != A_RECORD) return FL_ERR_INVALID;
-    const anode_t *rec = &r->p->nodes[n];
+    if (null || r->p->nodes[n].kind != FL_AVRO_T_RECORD) return FL_ERR_INVALID;
+    const fl_avro_node_t *rec = &r->p->nodes[n];
     m->nkv = 0;
     for (int32_t i = 0; i < rec->n && !e; i++) {
         int32_t c = rec->sub[i];
@@ -1858,7 +1588,7 @@ static fl_err_t read_data_file(mread_t *m, int32_t n, fl_data_file_t *f)
         }
         case 140: e = get_int_v(r, c, &f->has_sort_order_id, &f->sort_order_id); break;
         case 142: e = get_long_v(r, c, &f->has_first_row_id, &f->first_row_id); break;
-        default: e = skip_value(r, c, 0);
+        default: e = fl_avro_skip_value(r->p, &r->d, c, &r->items);
         }
     }
     if (!e) e = build_metrics(m, f);
@@ -1870,7 +1600,7 @@ static fl_err_t read_data_file(mread_t *m, int32_t n, fl_data_file_t *f)
 static fl_err_t read_entry(mread_t *m, int32_t root, fl_manifest_entry_t *en)
 {
     rd_t *r = &m->r;
-    const anode_t *rec = &r->p->nodes[root];
+    const fl_avro_node_t *rec = &r->p->nodes[root];
     fl_err_t e = FL_OK;
     bool has, got_file = false;
     for (int32_t i = 0; i < rec->n && !e; i++) {
@@ -1885,7 +1615,7 @@ static fl_err_t read_entry(mread_t *m, int32_t root, fl_manifest_entry_t *en)
             got_file = true;
             e = read_data_file(m, c, &en->file);
             break;
-        default: e = skip_value(r, c, 0);
+        default: e = fl_avro_skip_value(r->p, &r->d, c, &r->items);
         }
     }
     if (!e && (!got_file || en->status < 0 || en->status > 2)) e = FL_ERR_INVALID;
@@ -1900,16 +1630,16 @@ fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,
     *entries = NULL;
     *n = 0;
     fl_avro_reader_t ar;
-    plan_t p;
+    fl_avro_schema_t p;
     int32_t root;
     fl_err_t e = open_plan(file, &ar, &p, &root, err, errlen);
     if (e) return e;
     int32_t df = -1;
-    const anode_t *rn = &p.nodes[root];
+    const fl_avro_node_t *rn = &p.nodes[root];
     for (int32_t i = 0; i < rn->n; i++)
         if (rn->ids[i] == 2) df = rn->sub[i];
-    while (df >= 0 && p.nodes[df].kind == A_UNION && p.nodes[df].n == 2)
-        df = p.nodes[df].sub[p.nodes[p.nodes[df].sub[0]].kind == A_NULL ? 1 : 0];
+    while (df >= 0 && p.nodes[df].kind == FL_AVRO_T_UNION && p.nodes[df].n == 2)
+        df = p.nodes[df].sub[p.nodes[p.nodes[df].sub[0]].kind == FL_AVRO_T_NULL ? 1 : 0];
     if (df < 0 || !record_has_id(&p, df, 100)) {
         ERR("not a manifest: no data_file.file_path (fields 2, 100)");
         e = FL_ERR_INVALID;
@@ -1920,7 +1650,7 @@ fl_err_t fl_manifest_read(fl_slice_t file, const fl_manifest_file_t *mf,
     if (!e)
         e = read_records(&ar, &m.r.d, &m.r, "manifest", read_entry_cb, &m, root, (void **)&out, sizeof *out, &cnt);
     free(m.kv);
-    plan_free(&p);
+    fl_avro_schema_free(&p);
     fl_avro_reader_close(&ar);
     if (e) {
         fl_manifest_entries_free(out, cnt);

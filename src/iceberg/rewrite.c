@@ -1292,6 +1292,44 @@ static void carry_totals(json_t *summary, json_t *psnap, int64_t d_records, int6
     fl_append_set_num(summary, "total-equality-deletes", ted + d_eqdel);
 }
 
+/* Streaming writers' resume points: floe sink's floe.offsets.<group> and the
+ * Java Kafka Connect sink's kafka.connect.offsets.<control-topic>.<group>. A
+ * replace snapshot holds the same rows as its parent, so the nearest ancestor's
+ * value of each such key is still true on it: it is carried into the summary
+ * (walking from parent, at most FL_REWRITE_MAX_ANCESTRY snapshots, stopping
+ * where history was expired). Without it, expiring the snapshots before a
+ * compaction would remove the last copy and a restarted sink would fall back to
+ * the Kafka group offsets. Called per attempt, with the parent that attempt
+ * commits against, so a sink commit that landed meanwhile is what is carried. */
+static void carry_resume_points(json_t *md, int64_t parent, json_t *summary)
+{
+    static const char *const prefixes[] = { "floe.offsets.", "kafka.connect.offsets." };
+    json_t *by_id = json_object();
+    size_t i;
+    json_t *s;
+    char idb[32];
+    json_array_foreach(json_object_get(md, "snapshots"), i, s) {
+        snprintf(idb, sizeof idb, "%" PRId64, (int64_t)json_integer_value(json_object_get(s, "snapshot-id")));
+        json_object_set(by_id, idb, s);
+    }
+    int64_t id = parent;
+    for (int steps = 0; id >= 0 && steps < FL_REWRITE_MAX_ANCESTRY; steps++) {
+        snprintf(idb, sizeof idb, "%" PRId64, id);
+        s = json_object_get(by_id, idb);
+        if (!s) break;
+        const char *k;
+        json_t *v;
+        json_object_foreach(json_object_get(s, "summary"), k, v) {
+            if (!json_is_string(v) || json_object_get(summary, k)) continue;
+            for (size_t p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++)
+                if (!strncmp(k, prefixes[p], strlen(prefixes[p]))) json_object_set(summary, k, v);
+        }
+        json_t *pp = json_object_get(s, "parent-snapshot-id");
+        id = json_is_integer(pp) ? (int64_t)json_integer_value(pp) : -1;
+    }
+    json_decref(by_id);
+}
+
 /* Commit the live groups of g[0..n) as one replace snapshot, re-basing on 409. */
 static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n, char *err, size_t errlen)
 {
@@ -1441,6 +1479,7 @@ static fl_err_t commit_unit(job_t *j, const state_t *start, group_t *g, size_t n
             free(keys);
             fl_append_set_num(summary, "changed-partition-count", (int64_t)changed);
         }
+        carry_resume_points(j->md, parent, summary);
         carry_totals(summary, fl_append_find_snapshot(j->md, parent), add_rows - del_rows, (int64_t)n_new - (int64_t)n_repl,
                      add_size - del_size - rm_del_size, -(int64_t)n_dropped, -rm_pos, -rm_eq);
         cr = commit_snapshot(j, sid, parent, seq, w.list_uri, summary, attempt, &e, err, errlen);
@@ -1558,6 +1597,7 @@ static fl_err_t merge_manifests(job_t *j, char *err, size_t errlen)
         fl_append_set_num(summary, "manifests-replaced", replaced);
         fl_append_set_num(summary, "entries-processed", entries);
         carry_totals(summary, fl_append_find_snapshot(j->md, parent), 0, 0, 0, 0, 0, 0);
+        carry_resume_points(j->md, parent, summary);
         cr = commit_snapshot(j, sid, parent, seq, w.list_uri, summary, attempt, &e, err, errlen);
         if (cr == C_DONE) {
             j->res->manifests_created += created;

@@ -31,6 +31,21 @@ static const key_rule_t RULES[] = {
     { "header.converter", K_NOTE, "record headers are not written (as the Iceberg sink)" },
     { "value.converter", K_USE, NULL },
     { "value.converter.schemas.enable", K_USE, NULL },
+    /* Confluent's AvroConverter */
+    { "value.converter.schema.registry.url", K_USE, NULL },
+    { "value.converter.basic.auth.credentials.source", K_USE, NULL },
+    { "value.converter.basic.auth.user.info", K_USE, NULL },
+    { "value.converter.schema.registry.basic.auth.user.info", K_USE, NULL },
+    { "value.converter.auto.register.schemas", K_NOTE, "floe sink only reads schemas by the id in each record" },
+    { "value.converter.use.latest.version", K_NOTE, "floe sink reads each record with the schema its id names" },
+    { "value.converter.latest.compatibility.strict", K_NOTE, "floe sink reads each record with the schema its id names" },
+    { "value.converter.value.subject.name.strategy", K_NOTE, "floe sink reads schemas by id, not by subject" },
+    { "value.converter.key.subject.name.strategy", K_NOTE, "floe sink reads schemas by id, not by subject" },
+    { "value.converter.enhanced.avro.schema.support", K_NOTE, "Avro enums are read as strings either way" },
+    { "value.converter.connect.meta.data", K_NOTE, "no effect on how floe sink reads values" },
+    { "value.converter.schemas.cache.config", K_NOTE, "floe sink caches up to 4096 schema ids" },
+    { "value.converter.scrub.invalid.names", K_NOTE, "field names are used as the schema writes them" },
+    { "value.converter.schema.registry.ssl.*", K_NOTE, "HTTPS to the registry uses the system's CA store" },
     { "errors.tolerance", K_USE, NULL },
     { "errors.deadletterqueue.topic.name", K_USE, NULL },
     { "errors.deadletterqueue.context.headers.enable", K_NOTE, "floe always adds the __connect.errors.* headers" },
@@ -39,8 +54,8 @@ static const key_rule_t RULES[] = {
     { "errors.log.include.messages", K_NOTE, "messages are not logged" },
     { "errors.retry.timeout", K_NOTE, "conversion errors are not retried" },
     { "errors.retry.delay.max.ms", K_NOTE, "conversion errors are not retried" },
-    { "transforms", K_NO, "single message transforms (SMTs) are not supported" },
-    { "transforms.*", K_NO, "single message transforms (SMTs) are not supported" },
+    { "transforms", K_USE, NULL },   /* only KafkaMetadataTransform: checked in fl_sink_config_finish */
+    { "transforms.*", K_USE, NULL },
     { "predicates", K_NO, "predicates are not supported" },
     { "predicates.*", K_NO, "predicates are not supported" },
     { "consumer.override.*", K_USE, NULL },
@@ -70,6 +85,8 @@ static const key_rule_t RULES[] = {
     { "iceberg.tables.upsert-mode-enabled", K_NO, "upsert is a Tabular-sink feature; floe sink appends only" },
     { "iceberg.tables.cdc-field", K_NO, "CDC is a Tabular-sink feature; floe sink appends only" },
     { "iceberg.control.commit.interval-ms", K_USE, NULL },
+    { "floe.commit.max-records", K_USE, NULL },
+    { "floe.commit.max-bytes", K_USE, NULL },
     { "iceberg.control.commit.timeout-ms", K_NOTE, "floe sink has no coordinator to wait for" },
     { "iceberg.control.commit.threads", K_NOTE, "tables are committed in turn" },
     { "iceberg.control.commit.max-consecutive-failures", K_NOTE, "a failed commit re-reads the batch and retries" },
@@ -335,6 +352,71 @@ static void kafka_props(fl_sink_config_t *cfg)
     }
 }
 
+/* transforms: one alias whose type is the Iceberg sink's KafkaMetadataTransform
+ * (field_name, nested, external_field as it reads them); anything else is not
+ * supported and named. */
+static fl_err_t transforms(fl_sink_config_t *cfg, char *err, size_t errlen)
+{
+    static const char *const kmeta = "org.apache.iceberg.connect.transforms.KafkaMetadataTransform";
+    const char *list = fl_sink_config_get(cfg, "transforms");
+    size_t n = 0;
+    char **names = split_list(list, &n);
+    fl_err_t e = FL_OK;
+    fl_buf_t k;
+    fl_buf_init(&k, 0);
+    const char *key;
+    json_t *v;
+    if (n > 1) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "transforms: \"%s\": floe sink runs one transform, "
+                       "KafkaMetadataTransform; other single message transforms are not supported", list);
+        goto out;
+    }
+    json_object_foreach(cfg->props, key, v) {
+        if (strncmp(key, "transforms.", 11)) continue;
+        size_t m = n ? strlen(names[0]) : 0;
+        const char *rest = key + 11 + m;
+        if (!n || strncmp(key + 11, names[0], m) || *rest != '.' ||
+            (strcmp(rest, ".type") && strcmp(rest, ".field_name") && strcmp(rest, ".nested") &&
+             strcmp(rest, ".external_field"))) {
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: not supported: floe sink runs only "
+                           "KafkaMetadataTransform (type, field_name, nested, external_field) of the alias in transforms", key);
+            goto out;
+        }
+    }
+    if (!n) goto out;
+    fl_buf_printf(&k, "transforms.%s.type", names[0]);
+    const char *type = fl_sink_config_get(cfg, k.ptr);
+    if (!type || strcmp(type, kmeta)) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: \"%s\" is not supported (single message transforms are not, "
+                       "except %s)", k.ptr, type ? type : "", kmeta);
+        goto out;
+    }
+    fl_buf_reset(&k);
+    fl_buf_printf(&k, "transforms.%s.field_name", names[0]);
+    const char *fn = fl_sink_config_get(cfg, k.ptr);
+    cfg->kmeta_field = fl_strdup(fn && *fn ? fn : "_kafka_metadata");
+    fl_buf_reset(&k);
+    fl_buf_printf(&k, "transforms.%s.nested", names[0]);
+    if ((e = get_bool(cfg, k.ptr, false, &cfg->kmeta_nested, err, errlen))) goto out;
+    fl_buf_reset(&k);
+    fl_buf_printf(&k, "transforms.%s.external_field", names[0]);
+    const char *ext = fl_sink_config_get(cfg, k.ptr);
+    if (ext) {
+        const char *c = strchr(ext, ',');
+        if (!c || c == ext || strchr(c + 1, ',')) {
+            e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: \"%s\" is not name,value", k.ptr, ext);
+            goto out;
+        }
+        cfg->kmeta_ext_name = fl_strndup(ext, (size_t)(c - ext));
+        cfg->kmeta_ext_value = fl_strdup(c + 1);
+    }
+out:
+    fl_buf_free(&k);
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return e;
+}
+
 fl_err_t fl_sink_config_finish(fl_sink_config_t *cfg, char *err, size_t errlen)
 {
     fl_err_t e;
@@ -412,10 +494,48 @@ fl_err_t fl_sink_config_finish(fl_sink_config_t *cfg, char *err, size_t errlen)
         cfg->commit_interval_ms = x;
     }
 
+    static const char *const caps[] = { "floe.commit.max-records", "floe.commit.max-bytes" };
+    int64_t *capv[] = { &cfg->commit_max_records, &cfg->commit_max_bytes };
+    for (size_t i = 0; i < 2; i++) {
+        const char *cv = fl_sink_config_get(cfg, caps[i]);
+        if (!cv) continue;
+        char *end;
+        errno = 0;
+        long long x = strtoll(cv, &end, 10);
+        if (errno || *end || x < 0)
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s: \"%s\" is not a non-negative integer", caps[i], cv);
+        *capv[i] = x;
+    }
+    if ((e = transforms(cfg, err, errlen))) return e;
+
     const char *vc = fl_sink_config_get(cfg, "value.converter");
-    if (vc && strcmp(vc, "org.apache.kafka.connect.json.JsonConverter"))
+    cfg->avro = vc && !strcmp(vc, "io.confluent.connect.avro.AvroConverter");
+    if (vc && !cfg->avro && strcmp(vc, "org.apache.kafka.connect.json.JsonConverter"))
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter: \"%s\" is not supported (only "
-                          "org.apache.kafka.connect.json.JsonConverter, with or without schemas)", vc);
+                          "org.apache.kafka.connect.json.JsonConverter, with or without schemas, and "
+                          "io.confluent.connect.avro.AvroConverter)", vc);
+    cfg->registry_url = dup_opt(cfg, "value.converter.schema.registry.url");
+    if (cfg->avro && !cfg->registry_url)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.schema.registry.url is required with the AvroConverter");
+    if (!cfg->avro && cfg->registry_url)
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.schema.registry.url: only with "
+                          "value.converter=io.confluent.connect.avro.AvroConverter");
+    const char *src = fl_sink_config_get(cfg, "value.converter.basic.auth.credentials.source");
+    const char *ui = fl_sink_config_get(cfg, "value.converter.basic.auth.user.info");
+    if (!ui) ui = fl_sink_config_get(cfg, "value.converter.schema.registry.basic.auth.user.info");
+    if (src && strcmp(src, "USER_INFO") && strcmp(src, "URL"))
+        return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.basic.auth.credentials.source: \"%s\" is not "
+                          "supported (USER_INFO or URL)", src);
+    /* as Confluent's client: USER_INFO takes user.info, URL the URL's user:password@ (the default) */
+    if (src && !strcmp(src, "USER_INFO")) {
+        if (!ui || !strchr(ui, ':'))
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID, "value.converter.basic.auth.user.info must be user:password "
+                              "with credentials source USER_INFO");
+        cfg->registry_user_info = fl_strdup(ui);
+    } else if (ui) {
+        fl_warn("sink config: value.converter.basic.auth.user.info is ignored without "
+                "value.converter.basic.auth.credentials.source=USER_INFO (as in Confluent's client)");
+    }
     const char *tol = fl_sink_config_get(cfg, "errors.tolerance");
     if (tol && strcmp(tol, "none") && strcmp(tol, "all"))
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "errors.tolerance: \"%s\" is not none or all", tol);
@@ -512,6 +632,11 @@ void fl_sink_config_free(fl_sink_config_t *cfg)
     free(cfg->route_field);
     free(cfg->default_partition_by);
     free(cfg->dlq_topic);
+    free(cfg->registry_url);
+    free(cfg->registry_user_info);
+    free(cfg->kmeta_field);
+    free(cfg->kmeta_ext_name);
+    free(cfg->kmeta_ext_value);
     char **strs[] = { &cfg->catalog_uri, &cfg->warehouse, &cfg->signing_name, &cfg->signing_region,
                       &cfg->access_key_id, &cfg->secret_access_key, &cfg->session_token, &cfg->token,
                       &cfg->credential, &cfg->oauth2_server_uri, &cfg->scope, &cfg->s3_endpoint,

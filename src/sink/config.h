@@ -47,6 +47,17 @@ typedef struct fl_sink_config {
     int64_t commit_interval_ms;   /* iceberg.control.commit.interval-ms, default 300000 */
 
     bool schemas_enable;          /* value.converter.schemas.enable (JsonConverter default true) */
+    bool avro;                    /* value.converter=io.confluent.connect.avro.AvroConverter */
+    char *registry_url;           /* value.converter.schema.registry.url (comma list) */
+    char *registry_user_info;     /* value.converter.basic.auth.user.info with credentials source USER_INFO */
+    /* KafkaMetadataTransform (transforms=<name>, transforms.<name>.type=
+     * org.apache.iceberg.connect.transforms.KafkaMetadataTransform), the only
+     * transform floe sink runs: kmeta_field NULL when not configured */
+    char *kmeta_field;            /* field_name, default _kafka_metadata */
+    bool kmeta_nested;            /* nested: a struct under field_name, else field_name_<x> columns */
+    char *kmeta_ext_name, *kmeta_ext_value;   /* external_field "name,value", or NULL */
+    int64_t commit_max_records;   /* floe.commit.max-records: commit after this many records, 0 = off */
+    int64_t commit_max_bytes;     /* floe.commit.max-bytes: commit after this many value bytes, 0 = off */
     bool tolerance_all;           /* errors.tolerance=all */
     char *dlq_topic;              /* errors.deadletterqueue.topic.name or NULL */
     bool errors_log;              /* errors.log.enable */

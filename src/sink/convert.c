@@ -389,6 +389,8 @@ static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *
     if (n && !strcmp(n, TS_LOGICAL)) return json_string("timestamptz");
     if (n && !strcmp(n, DATE_LOGICAL)) return json_string("date");
     if (n && !strcmp(n, TIME_LOGICAL)) return json_string("time");
+    if (n && !strcmp(n, FL_SINK_LOCAL_TS_NAME)) return json_string("timestamp");
+    if (n && !strcmp(n, "uuid") && !strcmp(t, "string")) return json_string("uuid");
     if (!strcmp(t, "boolean")) return json_string("boolean");
     if (!strcmp(t, "int8") || !strcmp(t, "int16") || !strcmp(t, "int32")) return json_string("int");
     if (!strcmp(t, "int64")) return json_string("long");
@@ -542,4 +544,66 @@ size_t fl_sink_evolve_struct(json_t *st, json_t *value, json_t *schema, bool cas
         added++;
     }
     return added;
+}
+
+/* ---- KafkaMetadataTransform ---- */
+
+void fl_sink_kafka_metadata(const fl_sink_config_t *cfg, json_t *value, const char *topic, int32_t partition,
+                            int64_t offset, int64_t ts_ms)
+{
+    if (!cfg->kmeta_field || !json_is_object(value)) return;
+    json_t *m = json_object();
+    json_object_set_new(m, "topic", json_string(topic));
+    json_object_set_new(m, "partition", json_integer(partition));
+    json_object_set_new(m, "offset", json_integer(offset));
+    if (ts_ms >= 0) json_object_set_new(m, "timestamp", json_integer(ts_ms));
+    if (cfg->kmeta_ext_name) json_object_set_new(m, cfg->kmeta_ext_name, json_string(cfg->kmeta_ext_value));
+    if (cfg->kmeta_nested) {
+        json_object_set_new(value, cfg->kmeta_field, m);
+        return;
+    }
+    fl_buf_t k;
+    fl_buf_init(&k, 0);
+    const char *name;
+    json_t *x;
+    json_object_foreach(m, name, x) {
+        fl_buf_reset(&k);
+        fl_buf_printf(&k, "%s_%s", cfg->kmeta_field, name);
+        json_object_set(value, k.ptr, x);
+    }
+    fl_buf_free(&k);
+    json_decref(m);
+}
+
+json_t *fl_sink_kafka_metadata_schema(const fl_sink_config_t *cfg, json_t *schema)
+{
+    if (!schema) return NULL;
+    json_t *s = json_deep_copy(schema);
+    if (!cfg->kmeta_field || !json_is_array(json_object_get(s, "fields"))) return s;
+    json_t *fields = json_pack("[{s:s,s:s,s:b},{s:s,s:s,s:b},{s:s,s:s,s:b},{s:s,s:s,s:b}]", "field", "topic", "type",
+                               "string", "optional", 0, "field", "partition", "type", "int32", "optional", 0, "field",
+                               "offset", "type", "int64", "optional", 0, "field", "timestamp", "type", "int64",
+                               "optional", 1);
+    if (cfg->kmeta_ext_name)
+        json_array_append_new(fields, json_pack("{s:s,s:s,s:b}", "field", cfg->kmeta_ext_name, "type", "string",
+                                                "optional", 0));
+    json_t *dst = json_object_get(s, "fields");
+    if (cfg->kmeta_nested) {
+        json_array_append_new(dst, json_pack("{s:s,s:s,s:b,s:o}", "field", cfg->kmeta_field, "type", "struct",
+                                             "optional", 0, "fields", fields));
+        return s;
+    }
+    fl_buf_t k;
+    fl_buf_init(&k, 0);
+    size_t i;
+    json_t *f;
+    json_array_foreach(fields, i, f) {
+        fl_buf_reset(&k);
+        fl_buf_printf(&k, "%s_%s", cfg->kmeta_field, json_string_value(json_object_get(f, "field")));
+        json_object_set_new(f, "field", json_string(k.ptr));
+        json_array_append(dst, f);
+    }
+    fl_buf_free(&k);
+    json_decref(fields);
+    return s;
 }

@@ -21,6 +21,22 @@
 #include <stddef.h>
 #include "base/err.h"
 #include "format/column.h"
+#include "sink/config.h"
+
+/* The Connect schema name floe gives Avro local-timestamp-* values (no zone):
+ * inferred as timestamp, where Connect's Timestamp is inferred as timestamptz. */
+#define FL_SINK_LOCAL_TS_NAME "floe.LocalTimestamp"
+
+/* KafkaMetadataTransform, as the Iceberg sink's SMT: adds the record's topic
+ * (string), partition (int32), offset (int64) and timestamp (int64 epoch
+ * millis, absent when ts_ms < 0), plus the external_field constant, to value
+ * (an object, changed in place): as <field_name>_<x> members, or nested in a
+ * <field_name> object. */
+void fl_sink_kafka_metadata(const fl_sink_config_t *cfg, json_t *value, const char *topic, int32_t partition,
+                            int64_t offset, int64_t ts_ms);
+/* The Connect schema of a record after that transform: a new struct schema
+ * with the fields added (new reference; NULL for NULL). */
+json_t *fl_sink_kafka_metadata_schema(const fl_sink_config_t *cfg, json_t *schema);
 
 /* Parses a message value. With schemas_enable the value must be the
  * {"schema": .., "payload": ..} envelope (as JsonConverter requires). *root

@@ -19,6 +19,7 @@
 #include "iceberg/rest_client.h"
 #include "iceberg/rest_ops.h"
 #include "sink/convert.h"
+#include "sink/registry.h"
 
 #define KAFKA_TIMEOUT_MS 30000
 
@@ -48,6 +49,7 @@ typedef struct sink {
     char key[512];              /* floe.offsets.<group> */
     rd_kafka_t *rk, *dlq;
     fl_rest_client_t *rest;
+    fl_sink_registry_t *reg;    /* AvroConverter: the schema registry, else NULL */
     fl_io_opts_t ioo;
     tbl_t **tables;
     size_t n_tables;
@@ -60,6 +62,8 @@ typedef struct sink {
     char fatal_msg[1024];
     int dlq_failures;
     int64_t records, dlq_records, commits;
+    int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
+    json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
 } sink_t;
 
@@ -94,10 +98,19 @@ void fl_sink_offsets_key(const char *group, char *buf, size_t n) { snprintf(buf,
 
 json_t *fl_sink_table_offsets(json_t *md, int64_t snap_id, const char *key)
 {
+    return fl_sink_table_offsets_cut(md, snap_id, key, NULL);
+}
+
+json_t *fl_sink_table_offsets_cut(json_t *md, int64_t snap_id, const char *key, bool *cut)
+{
     int64_t id = snap_id;
+    if (cut) *cut = false;
     for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
         json_t *s = find_snapshot(md, id);
-        if (!s) break;
+        if (!s) {
+            if (cut) *cut = true;
+            break;
+        }
         const char *v = json_string_value(json_object_get(json_object_get(s, "summary"), key));
         if (v) {
             json_t *m = json_loads(v, 0, NULL);
@@ -312,7 +325,11 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
     fl_rest_table_ops(&t->ctx, &t->ops);
     if ((*e = fl_append_open(&t->ap, &t->ops, NULL, err, errlen))) goto fail;
     json_t *md = fl_append_metadata(t->ap);
-    t->offsets = fl_sink_table_offsets(md, main_snapshot(md), s->key);
+    bool cut = false;
+    t->offsets = fl_sink_table_offsets_cut(md, main_snapshot(md), s->key, &cut);
+    if (cut && !json_object_size(t->offsets))
+        fl_warn("sink: table %s has no %s in its retained history (expired after a rewrite that did not carry "
+                "it?): its records are resumed from the Kafka group offsets", name, s->key);
     fl_vec_init(&t->batch, fl_append_schema(t->ap));
     s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
     s->tables[s->n_tables++] = t;
@@ -434,6 +451,7 @@ static void commit_all(sink_t *s)
 {
     if (s->fatal) return;
     s->last_commit = fl_mono_ms();
+    s->batch_records = s->batch_bytes = 0;
     bool any = false;
     for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
     if (!any) return;
@@ -642,10 +660,36 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
     char err[1024] = "";
     s->records++;
+    s->batch_records++;
+    s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
-    fl_err_t e = fl_sink_parse_value(m->payload, m->len, s->cfg->schemas_enable, &root, &value, &schema, err, sizeof err);
+    fl_err_t e;
+    if (s->reg) {
+        e = fl_sink_avro_decode(s->reg, m->payload, m->len, &root, &schema, err, sizeof err);
+        value = root;
+        if (e && e != FL_ERR_INVALID && e != FL_ERR_NOT_FOUND) {
+            set_fatal(s, "record %s-%d@%" PRId64 ": %s", topic, (int)m->partition, (int64_t)m->offset, err);
+            s->rewound = true;   /* not consumed: read again after the restart */
+            goto done;
+        }
+    } else {
+        e = fl_sink_parse_value(m->payload, m->len, s->cfg->schemas_enable, &root, &value, &schema, err, sizeof err);
+    }
     if (e) { bad_record(s, m, err); goto done; }
     if (!value) goto done;   /* tombstone: skipped, its offset still advances */
+    if (s->cfg->kmeta_field) {
+        rd_kafka_timestamp_type_t tst;
+        fl_sink_kafka_metadata(s->cfg, value, topic, m->partition, m->offset, rd_kafka_message_timestamp(m, &tst));
+        if (schema) {   /* one schema kept: records usually share theirs */
+            if (schema != s->kmeta_src && !(s->kmeta_src && json_equal(schema, s->kmeta_src))) {
+                json_decref(s->kmeta_src);
+                json_decref(s->kmeta_schema);
+                s->kmeta_src = json_incref(schema);
+                s->kmeta_schema = fl_sink_kafka_metadata_schema(s->cfg, schema);
+            }
+            schema = s->kmeta_schema;
+        }
+    }
     const char *names[64];
     char rbuf[512], why[256];
     int n = route(s, value, names, 64, rbuf, sizeof rbuf, why, sizeof why);
@@ -667,7 +711,8 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
             continue;
         }
         /* a record schema not seen on this table yet may widen or relax a column */
-        bool new_schema = s->cfg->evolve && schema && !(t->last_schema && json_equal(t->last_schema, schema));
+        bool new_schema = s->cfg->evolve && schema && t->last_schema != schema &&
+                          !(t->last_schema && json_equal(t->last_schema, schema));
         if ((missing && json_array_size(missing)) || new_schema) {
             json_decref(conv);
             conv = NULL;
@@ -863,6 +908,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_topic_partition_list_t *subs = NULL;
     char kerr[512];
     if ((e = connect_catalog(&s, err, errlen))) goto out;
+    if (cfg->avro && (e = fl_sink_registry_new(cfg->registry_url, cfg->registry_user_info, &s.reg, err, errlen)))
+        goto out;
 
     conf = rd_kafka_conf_new();
     /* the sink's own settings first; the user's may change all but the offset-handling ones below */
@@ -916,7 +963,10 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
             rd_kafka_message_destroy(m);
         }
         if (s.dlq) rd_kafka_poll(s.dlq, 0);
-        if (!s.fatal && fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms) commit_all(&s);
+        if (!s.fatal && (fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms ||
+                         (cfg->commit_max_records && s.batch_records >= cfg->commit_max_records) ||
+                         (cfg->commit_max_bytes && s.batch_bytes >= cfg->commit_max_bytes)))
+            commit_all(&s);
     }
     if (!s.fatal) commit_all(&s);
     if (s.fatal) {
@@ -939,6 +989,9 @@ out:
         rd_kafka_destroy(s.dlq);
     }
     fl_rest_client_free(s.rest);
+    fl_sink_registry_free(s.reg);
+    json_decref(s.kmeta_src);
+    json_decref(s.kmeta_schema);
     json_decref(s.absent);
     return e;
 }

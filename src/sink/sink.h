@@ -36,6 +36,7 @@
 #ifndef FL_SINK_SINK_H
 #define FL_SINK_SINK_H
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include "base/err.h"
 #include "sink/config.h"
@@ -50,5 +51,8 @@ void fl_sink_offsets_key(const char *group, char *buf, size_t n);
  * nearest ancestor that carries one (new reference; an empty object if
  * none). Walks at most FL_SINK_MAX_ANCESTRY snapshots. */
 json_t *fl_sink_table_offsets(json_t *md, int64_t snap_id, const char *key);
+/* The same; *cut tells whether the walk stopped at a snapshot that is no
+ * longer in md (expired) before it found the key. */
+json_t *fl_sink_table_offsets_cut(json_t *md, int64_t snap_id, const char *key, bool *cut);
 
 #endif

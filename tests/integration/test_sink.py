@@ -244,6 +244,93 @@ def test_crash_between_table_commit_and_group_offsets(tmp_path, floe, table_buck
     assert "the tables hold it" in sink.log()
 
 
+def test_compaction_and_expiry_keep_the_resume_point(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """The sink's offsets survive floe's compaction and snapshot expiry: the replace
+    snapshot carries the parent's floe.offsets.<group>, so after every snapshot the sink
+    wrote is expired, a sink that crashed between its table commit and its group offsets
+    (FLOE_SINK_FAULT) still resumes from the table: exactly the produced rows. Without the
+    carried key it resumes from the lagging group offsets and writes a half twice."""
+    from test_append_scan import floe_cli
+    ns, topic = "cmp_%s" % uuid.uuid4().hex[:6], "cmp-" + uuid.uuid4().hex[:6]
+    ident = ns + ".events"
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 2)
+    n, m = 400, 50
+    doc = connector(floe, table_bucket, "cmp-" + topic, topics=topic,
+                    **{"iceberg.tables": ident, "iceberg.control.commit.interval-ms": "200",
+                       "consumer.override.session.timeout.ms": "6000"})
+    cfg = write_config(tmp_path, doc)
+    key = "floe.offsets.connect-cmp-" + topic
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2)])
+    sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        wait_rows(rest_catalog, ident, n // 2, sink)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]     # group offsets: n/2
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n // 2, n)])
+    sink = Sink(cfg, env={"FLOE_SINK_FAULT": "after-table-commit:1"},
+                args=["--bootstrap-servers", kafka.bootstrap]).start()
+    assert sink.wait(60) == 137, sink.log()[-3000:]       # the table is ahead of the group offsets
+    landed = rows(rest_catalog, ident).num_rows
+    assert n // 2 < landed <= n, landed
+
+    as_of = str(int((time.time() + 2 * 86400) * 1000))
+    p = floe_cli(floe, table_bucket, "maintenance", "run", ident, "--job", "all", "--as-of", as_of,
+                 "--min-snapshots-to-keep", "1", "--max-snapshot-age-hours", "1", "--output", "json")
+    assert '"icebergCompaction"' in p.stdout and '"Failed"' not in p.stdout, p.stdout
+    tbl = rest_catalog.load_table(ident)
+    snaps = tbl.snapshots()
+    assert len(snaps) == 1 and tbl.current_snapshot().summary.operation.value == "replace", snaps
+    offs = json.loads(tbl.current_snapshot().summary[key])
+    assert sum(offs[topic].values()) == landed, offs
+
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n, n + m)])
+    sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        wait_rows(rest_catalog, ident, n + m, sink)
+        time.sleep(1.0)
+        t = rows(rest_catalog, ident)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    assert sorted(t.column("id").to_pylist()) == list(range(n + m))
+
+
+def test_kafka_metadata_columns_and_commit_by_records(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """The Iceberg sink's KafkaMetadataTransform (transforms=kafka) adds _kafka_metadata_topic,
+    _partition, _offset, _timestamp (and the external_field constant) to each row, inferred at
+    auto-create; floe.commit.max-records commits every 100 records although the interval
+    is 10 minutes: snapshots of exactly 100 rows, the rest at the clean stop."""
+    ns, topic = "meta_%s" % uuid.uuid4().hex[:6], "meta-" + uuid.uuid4().hex[:6]
+    kafka.create_topic(topic, 1)
+    n = 350
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(n)])
+    doc = connector(floe, table_bucket, "meta-" + topic, topics=topic, **{
+        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
+        "iceberg.control.commit.interval-ms": "600000", "floe.commit.max-records": "100",
+        "transforms": "kafka", "transforms.kafka.type": "org.apache.iceberg.connect.transforms.KafkaMetadataTransform",
+        "transforms.kafka.external_field": "cluster,east"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        wait_rows(rest_catalog, ns + ".events", 300, sink)
+        time.sleep(1.0)
+        assert rows(rest_catalog, ns + ".events").num_rows == 300    # the last 50 wait for the interval
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    tbl = rest_catalog.load_table(ns + ".events")
+    added = [int(s.summary["added-records"]) for s in tbl.snapshots()]
+    assert added == [100, 100, 100, 50], added
+    types = {f.name: str(f.field_type) for f in tbl.schema().fields}
+    assert types == {"id": "long", "_kafka_metadata_topic": "string", "_kafka_metadata_partition": "long",
+                     "_kafka_metadata_offset": "long", "_kafka_metadata_timestamp": "long",
+                     "_kafka_metadata_cluster": "string"}, types
+    t = tbl.scan().to_arrow().sort_by("id").to_pylist()
+    assert [r["id"] for r in t] == list(range(n))
+    assert all(r["_kafka_metadata_topic"] == topic and r["_kafka_metadata_partition"] == 0 and
+               r["_kafka_metadata_offset"] == r["id"] and r["_kafka_metadata_cluster"] == "east" for r in t)
+    now_ms = time.time() * 1000
+    assert all(now_ms - 600000 < r["_kafka_metadata_timestamp"] <= now_ms for r in t)
+
+
 def test_zombie_member_is_fenced(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
     """A member frozen (SIGSTOP) with an uncommitted batch loses its partition to another
     member, which commits the same records; when the zombie wakes up its commit is refused

@@ -71,7 +71,14 @@ FL_TEST(sink_config_errors_name_the_key)
 {
     static const struct { const char *extra, *want; } cases[] = {
         { ",\"iceberg.tables.upsert-mode-enabled\":\"true\"", "iceberg.tables.upsert-mode-enabled: not supported" },
-        { ",\"transforms\":\"x\"", "transforms: not supported" },
+        { ",\"transforms\":\"x\"", "transforms.x.type: \"\" is not supported" },
+        { ",\"transforms\":\"x,y\"", "floe sink runs one transform" },
+        { ",\"transforms\":\"x\",\"transforms.x.type\":\"org.apache.kafka.connect.transforms.InsertField$Value\"",
+          "transforms.x.type: \"org.apache.kafka.connect.transforms.InsertField$Value\" is not supported" },
+        { ",\"transforms\":\"x\",\"transforms.x.type\":\"org.apache.iceberg.connect.transforms.KafkaMetadataTransform\","
+          "\"transforms.x.external_field\":\"nocomma\"", "is not name,value" },
+        { ",\"transforms.y.type\":\"z\"", "transforms.y.type: not supported" },
+        { ",\"floe.commit.max-records\":\"-1\"", "floe.commit.max-records" },
         { ",\"iceberg.catalog.nope\":\"1\"", "iceberg.catalog.nope: unknown key" },
         { ",\"iceberg.table.ns.events.commit-branch\":\"b\"", "iceberg.table.ns.events.commit-branch: not supported" },
         { ",\"iceberg.table.ns.other.route-regex\":\"x\"", "not in iceberg.tables" },
@@ -282,8 +289,66 @@ FL_TEST(sink_table_offsets_walk_ancestry)
     m = fl_sink_table_offsets(md, 1, key);
     CHECK_EQ(json_integer_value(json_object_get(json_object_get(m, "t"), "0")), 5);
     json_decref(m);
-    m = fl_sink_table_offsets(md, 3, "floe.offsets.other");
+    bool cut = true;
+    m = fl_sink_table_offsets_cut(md, 3, "floe.offsets.other", &cut);
     CHECK_EQ(json_object_size(m), 0);
+    CHECK(!cut);   /* the whole history was there: the group never wrote */
+    json_decref(m);
+    /* snapshots 1 and 2 expired: the walk stops at the missing parent */
+    json_array_remove(json_object_get(md, "snapshots"), 0);
+    json_array_remove(json_object_get(md, "snapshots"), 0);
+    m = fl_sink_table_offsets_cut(md, 3, key, &cut);
+    CHECK_EQ(json_object_size(m), 0);
+    CHECK(cut);
     json_decref(m);
     json_decref(md);
+}
+
+FL_TEST(sink_kafka_metadata_transform)
+{
+    static const char *base =
+        "topics=t\niceberg.tables=a.b\niceberg.catalog.type=rest\niceberg.catalog.uri=http://127.0.0.1:1\n"
+        "bootstrap.servers=127.0.0.1:9092\ntransforms=km\n"
+        "transforms.km.type=org.apache.iceberg.connect.transforms.KafkaMetadataTransform\n";
+    char text[1024], err[512] = "";
+    fl_sink_config_t c;
+    /* flattened, default name */
+    snprintf(text, sizeof text, "%s", base);
+    REQUIRE(fl_sink_config_parse(text, strlen(text), &c, err, sizeof err) == FL_OK);
+    REQUIRE(fl_sink_config_finish(&c, err, sizeof err) == FL_OK);
+    json_t *v = json_pack("{s:i}", "id", 1);
+    fl_sink_kafka_metadata(&c, v, "t", 2, 77, -1);
+    char *txt = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR(txt, "{\"_kafka_metadata_offset\":77,\"_kafka_metadata_partition\":2,\"_kafka_metadata_topic\":\"t\",\"id\":1}");
+    free(txt);
+    json_decref(v);
+    fl_sink_config_free(&c);
+
+    /* nested under a name, with the external field; the record schema gains the struct */
+    snprintf(text, sizeof text, "%stransforms.km.field_name=kafka\ntransforms.km.nested=true\n"
+             "transforms.km.external_field=cluster,east\n", base);
+    REQUIRE(fl_sink_config_parse(text, strlen(text), &c, err, sizeof err) == FL_OK);
+    REQUIRE(fl_sink_config_finish(&c, err, sizeof err) == FL_OK);
+    v = json_pack("{s:i}", "id", 1);
+    fl_sink_kafka_metadata(&c, v, "t", 0, 5, 1700000000000LL);
+    txt = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+    CHECK_STR(txt, "{\"id\":1,\"kafka\":{\"cluster\":\"east\",\"offset\":5,\"partition\":0,\"timestamp\":1700000000000,"
+                   "\"topic\":\"t\"}}");
+    free(txt);
+    json_t *sch = json_loads("{\"type\":\"struct\",\"fields\":[{\"field\":\"id\",\"type\":\"int64\",\"optional\":false}]}", 0, NULL);
+    json_t *aug = fl_sink_kafka_metadata_schema(&c, sch);
+    json_t *tsch = NULL;
+    REQUIRE(fl_sink_infer_schema(v, aug, false, &tsch, err, sizeof err) == FL_OK);
+    txt = json_dumps(tsch, JSON_COMPACT);
+    CHECK(strstr(txt, "\"name\":\"kafka\",\"required\":true,\"type\":{\"type\":\"struct\",\"fields\":["));
+    CHECK(strstr(txt, "\"name\":\"partition\",\"required\":true,\"type\":\"int\""));
+    CHECK(strstr(txt, "\"name\":\"timestamp\",\"required\":false,\"type\":\"long\""));
+    CHECK(strstr(txt, "\"name\":\"cluster\",\"required\":true,\"type\":\"string\""));
+    free(txt);
+    CHECK_EQ(json_array_size(json_object_get(sch, "fields")), 1);   /* the input schema is left alone */
+    json_decref(tsch);
+    json_decref(aug);
+    json_decref(sch);
+    json_decref(v);
+    fl_sink_config_free(&c);
 }

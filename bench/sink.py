@@ -1,0 +1,267 @@
+"""bench/sink.py: floe sink beside the Kafka Connect Iceberg sink (the JVM pipeline of
+tests/compat/run.sh), on the same topic in the same run.
+
+One floe serve (the REST catalog and S3 for both), one KRaft broker, one topic of
+PARTITIONS partitions filled with N JSON events of about EVENT_BYTES bytes before either
+sink starts. Then, in turn, each sink drains the whole topic into its own table (same
+schema, same connector configuration apart from name and table; commits every
+COMMIT_MS): floe sink as one process, then a Kafka Connect distributed worker with the
+Apache Iceberg sink (ICEBERG_VERSION, TASKS_MAX tasks). Measured for each, from its start
+(floe sink: the process; Connect: the connector's POST, the worker already up) until the
+table's total-records reaches N: wall time, CPU seconds of the sink's process (utime +
+stime from /proc; the worker's only inside the window), peak RSS (VmHWM). Printed:
+records/s and MiB/s (wall), and MiB/s and records/s per CPU-second. floe serve's CPU in
+each window is shown too (it serves both).
+
+The events carry a base64 payload of random bytes (incompressible, as real payloads
+mostly are). Env: N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
+     ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
+Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
+Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests/integration"))
+os.environ.setdefault("FLOE_BIN", str(REPO / "build/floe"))
+
+from conftest import ACCESS_KEY, REGION, SECRET_KEY, FloeServer, free_port  # noqa: E402
+from kafka_fixtures import KLIB, Broker  # noqa: E402
+from rest_fixtures import load_rest_catalog, s3tables_client  # noqa: E402
+from test_sink import connector  # noqa: E402
+
+N = int(os.environ.get("N", "300000"))
+PARTITIONS = int(os.environ.get("PARTITIONS", "6"))
+EVENT_BYTES = int(os.environ.get("EVENT_BYTES", "500"))
+COMMIT_MS = os.environ.get("COMMIT_MS", "1000")
+TASKS_MAX = os.environ.get("TASKS_MAX", "2")
+ICEBERG_VERSION = os.environ.get("ICEBERG_VERSION", "1.10.1")
+KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "3.9.2")
+FLOE_BIN = os.environ["FLOE_BIN"]
+CLK = os.sysconf("SC_CLK_TCK")
+OUT = REPO / "bench/out" / ("sink-" + datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"))
+
+
+def log(*a):
+    print("[sink-bench %5.1fs]" % (time.time() - T0), *a, file=sys.stderr, flush=True)
+
+
+def cpu_s(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / CLK
+
+
+def rss_mib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def event(i, pad):
+    return json.dumps({"event_id": str(uuid.UUID(int=i + 1)), "event_time": "2026-11-30T12:%02d:%02d.%03dZ" % (
+        i // 60000 % 60, i // 1000 % 60, i % 1000), "event_type": ("click", "view", "buy")[i % 3], "user_id": i % 10007,
+        "url": "https://shop.example.com/p/%d?ref=bench" % (i % 5000), "payload": pad})
+
+
+def produce(broker, topic):
+    import base64
+    import random
+    from confluent_kafka import Producer
+    rnd = random.Random(11)
+    pad_len = max(0, EVENT_BYTES - len(event(0, ""))) * 3 // 4   # base64 of random bytes: incompressible text
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
+                  "compression.type": "lz4", "queue.buffering.max.kbytes": 1 << 19})
+    total = 0
+    for i in range(N):
+        v = event(i, base64.b64encode(rnd.randbytes(pad_len)).decode()).encode()
+        total += len(v)
+        while True:
+            try:
+                p.produce(topic, value=v, key=str(i).encode(), partition=i % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 5000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0
+    return total
+
+
+def make_table(cat, ns, name):
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField, StringType
+    cat.create_namespace_if_not_exists(ns)
+    cat.create_table("%s.%s" % (ns, name), schema=Schema(
+        NestedField(1, "event_id", StringType(), required=False), NestedField(2, "event_time", StringType(), required=False),
+        NestedField(3, "event_type", StringType(), required=False), NestedField(4, "user_id", LongType(), required=False),
+        NestedField(5, "url", StringType(), required=False), NestedField(6, "payload", StringType(), required=False)))
+
+
+def total_records(cat, ident):
+    try:
+        s = cat.load_table(ident).current_snapshot()
+    except Exception:  # noqa: BLE001
+        return 0
+    return int(s.summary.get("total-records", 0)) if s else 0
+
+
+def wait_table(cat, ident, proc_alive, timeout):
+    end = time.time() + timeout
+    n = 0
+    while time.time() < end:
+        n = total_records(cat, ident)
+        if n >= N:
+            return time.time(), n
+        if not proc_alive():
+            raise SystemExit("the sink died (see %s)" % OUT)
+        time.sleep(0.25)
+    raise SystemExit("timeout: %s has %d of %d rows (see %s)" % (ident, n, N, OUT))
+
+
+def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
+    doc = connector(floe, arn, "bench-floe", topics=topic, **{
+        "iceberg.tables": ns + ".floe", "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
+    cfg = OUT / "floe-sink.json"
+    cfg.write_text(json.dumps(doc, indent=2))
+    logf = open(OUT / "floe-sink.log", "w")
+    s0, t0 = cpu_s(serve_pid), time.time()
+    p = subprocess.Popen([FLOE_BIN, "sink", "--config", str(cfg), "--bootstrap-servers", BROKER.bootstrap],
+                         stdout=logf, stderr=subprocess.STDOUT)
+    try:
+        t1, n = wait_table(cat, ns + ".floe", lambda: p.poll() is None, 600)
+        cpu, rss, serve = cpu_s(p.pid), rss_mib(p.pid), cpu_s(serve_pid) - s0
+    finally:
+        p.terminate()
+        p.wait(60)
+        logf.close()
+    return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
+
+
+def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
+    r = subprocess.run(["bash", str(REPO / "tests/compat/fetch.sh")], env=dict(
+        os.environ, ICEBERG_VERSIONS=ICEBERG_VERSION, KAFKA_VERSION=KAFKA_VERSION), capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit("tests/compat/fetch.sh failed:\n" + r.stderr[-2000:])
+    plugins = REPO / "tests/compat/.cache/plugins" / ("iceberg-" + ICEBERG_VERSION)
+    rport = free_port()
+    rest = "http://127.0.0.1:%d" % rport
+    (OUT / "connect.properties").write_text("\n".join([
+        "bootstrap.servers=" + BROKER.bootstrap, "group.id=bench-connect",
+        "key.converter=org.apache.kafka.connect.json.JsonConverter",
+        "value.converter=org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable=false", "value.converter.schemas.enable=false",
+        "config.storage.topic=bench-connect-configs", "offset.storage.topic=bench-connect-offsets",
+        "status.storage.topic=bench-connect-status", "config.storage.replication.factor=1",
+        "offset.storage.replication.factor=1", "offset.storage.partitions=1", "status.storage.replication.factor=1",
+        "status.storage.partitions=1", "offset.flush.interval.ms=5000", "listeners=" + rest,
+        "rest.advertised.host.name=127.0.0.1", "rest.advertised.port=%d" % rport, "plugin.path=%s" % plugins,
+        "plugin.discovery=hybrid_warn", ""]))
+    (OUT / "log4j.properties").write_text(
+        "log4j.rootLogger=WARN, stdout\nlog4j.appender.stdout=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.stdout.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n\nlog4j.logger.org.apache.iceberg=INFO\n")
+    BROKER.create_topic("control-iceberg", 1)
+    logf = open(OUT / "connect.log", "w")
+    p = subprocess.Popen(["java", "-Xms256m", "-Xmx1500m", "-Dlog4j.configuration=file:%s" % (OUT / "log4j.properties"),
+                          "-Djava.awt.headless=true", "-cp", str(KLIB) + "/*",
+                          "org.apache.kafka.connect.cli.ConnectDistributed", str(OUT / "connect.properties")],
+                         stdout=logf, stderr=subprocess.STDOUT)
+    try:
+        end = time.time() + 180
+        while True:
+            try:
+                urllib.request.urlopen(rest + "/connectors", timeout=2).read()
+                break
+            except Exception:  # noqa: BLE001
+                if p.poll() is not None or time.time() > end:
+                    raise SystemExit("Kafka Connect did not start (see %s)" % (OUT / "connect.log"))
+                time.sleep(0.5)
+        log("Connect up (pid %d); starting the Iceberg sink %s" % (p.pid, ICEBERG_VERSION))
+        doc = connector(floe, arn, "bench-jvm", topics=topic, **{
+            "iceberg.tables": ns + ".jvm", "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
+        req = urllib.request.Request(rest + "/connectors", data=json.dumps(doc).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+        c0, s0, t0 = cpu_s(p.pid), cpu_s(serve_pid), time.time()
+        urllib.request.urlopen(req, timeout=30).read()
+        t1, n = wait_table(cat, ns + ".jvm", lambda: p.poll() is None, 1200)
+        cpu, rss, serve = cpu_s(p.pid) - c0, rss_mib(p.pid), cpu_s(serve_pid) - s0
+    finally:
+        p.terminate()
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        logf.close()
+    return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
+
+
+def main():
+    global BROKER, T0
+    T0 = time.time()
+    OUT.mkdir(parents=True, exist_ok=True)
+    if not KLIB.is_dir():
+        subprocess.run(["bash", str(REPO / "tests/compat/fetch.sh"), "kafka"], check=True,
+                       env=dict(os.environ, KAFKA_VERSION=KAFKA_VERSION))
+    floe = FloeServer(OUT / "floe-data")
+    floe.start()
+    BROKER = None
+    try:
+        (OUT / "kafka").mkdir()
+        BROKER = Broker(OUT / "kafka").start()
+        arn = s3tables_client(floe).create_table_bucket(name="sink-bench")["arn"]
+        cat = load_rest_catalog(floe, arn, signing_name="osstables")
+        ns, topic = "bench", "events"
+        make_table(cat, ns, "floe")
+        make_table(cat, ns, "jvm")
+        BROKER.create_topic(topic, PARTITIONS)
+        log("producing %d events (~%d B) into %d partitions" % (N, EVENT_BYTES, PARTITIONS))
+        total = produce(BROKER, topic)
+        log("topic holds %d events, %.1f MiB of JSON" % (N, total / 2**20))
+        res = {"n": N, "bytes": total, "partitions": PARTITIONS, "commit_ms": COMMIT_MS, "tasks_max": TASKS_MAX,
+               "iceberg_version": ICEBERG_VERSION, "nproc": os.cpu_count(), "load_at_start": open("/proc/loadavg").read().split()[:3]}
+        log("floe sink draining the topic")
+        res["floe"] = run_floe_sink(floe, arn, cat, ns, topic, floe.proc.pid)
+        log("floe sink: %s" % res["floe"])
+        if os.environ.get("SKIP_JVM") != "1":
+            log("Kafka Connect + Iceberg sink draining the same topic")
+            res["jvm"] = run_jvm_sink(floe, arn, cat, ns, topic, floe.proc.pid)
+            log("JVM sink: %s" % res["jvm"])
+    finally:
+        if BROKER and BROKER.proc:
+            BROKER.stop()
+        floe.stop()
+    (OUT / "results.json").write_text(json.dumps(res, indent=2))
+    import shutil
+    shutil.rmtree(OUT / "floe-data", ignore_errors=True)
+    shutil.rmtree(OUT / "kafka" / "logs", ignore_errors=True)
+    mib = total / 2**20
+    rows = [("records/s (wall)", lambda r: N / r["wall_s"], "%.0f"),
+            ("MiB/s of JSON (wall)", lambda r: mib / r["wall_s"], "%.1f"),
+            ("CPU seconds (sink process)", lambda r: r["cpu_s"], "%.1f"),
+            ("MiB/s per CPU-second", lambda r: mib / r["cpu_s"], "%.1f"),
+            ("records/s per CPU-second", lambda r: N / r["cpu_s"], "%.0f"),
+            ("peak RSS MiB (VmHWM)", lambda r: r["rss_mib"], "%.0f"),
+            ("floe serve CPU s in window", lambda r: r["serve_cpu_s"], "%.1f")]
+    print("floe sink vs Kafka Connect Iceberg sink %s: %d events, %.1f MiB JSON, %d partitions, commits every %s ms, "
+          "tasks.max %s, %d cores, load at start %s" % (ICEBERG_VERSION, N, mib, PARTITIONS, COMMIT_MS, TASKS_MAX,
+                                                       os.cpu_count(), " ".join(res["load_at_start"])))
+    print("%-30s %12s %12s %8s" % ("figure", "floe sink", "JVM sink", "ratio"))
+    for name, f, fmt in rows:
+        a = f(res["floe"])
+        b = f(res["jvm"]) if "jvm" in res else None
+        ratio = "%.2f" % (a / b) if b else "-"
+        print("%-30s %12s %12s %8s" % (name, fmt % a, fmt % b if b is not None else "-", ratio))
+    print("(results and logs: %s)" % OUT)
+
+
+if __name__ == "__main__":
+    main()
