@@ -1556,7 +1556,8 @@ static bool copy_conditions(s3req_t *r, const fl_obj_meta_t *m)
 
 /* Copies [start, start+len) of o into w; with md5 set, the bytes are read and
  * hashed on the way, else copied in the kernel. */
-static fl_err_t copy_range(fl_blob_w_t *w, const fl_obj_t *o, int64_t start, int64_t len, fl_cksum_t *md5)
+static fl_err_t copy_range(fl_blob_w_t *w, const fl_obj_t *o, int64_t start, int64_t len, fl_cksum_t *md5,
+                           uint64_t *crc64)
 {
     int64_t pos = 0;
     char *buf = md5 ? fl_malloc(IO_BUF) : NULL;
@@ -1574,6 +1575,7 @@ static fl_err_t copy_range(fl_blob_w_t *w, const fl_obj_t *o, int64_t start, int
                     ssize_t got = pread(o->segs[i].fd, buf, want, off + done);
                     if (got <= 0) { e = FL_ERR_IO; break; }
                     fl_cksum_update(md5, buf, (size_t)got);
+                    if (crc64) *crc64 = fl_crc64ecma(*crc64, buf, (size_t)got);
                     e = fl_blob_w_write(w, buf, (size_t)got);
                     done += got;
                 }
@@ -1636,7 +1638,7 @@ static void op_copy_object(s3req_t *r)
     e = fl_blob_w_open(r->cfg->store, &w);
     bool rehash = src->meta.parts > 0;
     if (rehash) fl_cksum_init(&md5, FL_CK_MD5);
-    if (!e) e = copy_range(w, src, 0, src->meta.size, rehash ? &md5 : NULL);
+    if (!e) e = copy_range(w, src, 0, src->meta.size, rehash ? &md5 : NULL, NULL);
     if (e) {
         s3_error_from(r, e);
         goto out;
@@ -1787,7 +1789,8 @@ static void op_upload_part_copy(s3req_t *r)
     }
     e = fl_blob_w_open(r->cfg->store, &w);
     fl_cksum_init(&md5, FL_CK_MD5);
-    if (!e) e = copy_range(w, src, start, src->meta.size ? end - start + 1 : 0, &md5);
+    uint64_t crc = 0; /* OSS: the part's CRC-64, so that Complete can combine it */
+    if (!e) e = copy_range(w, src, start, src->meta.size ? end - start + 1 : 0, &md5, OSS(r) ? &crc : NULL);
     if (e) {
         s3_error_from(r, e);
         goto out;
@@ -1796,12 +1799,15 @@ static void op_upload_part_copy(s3req_t *r)
     char etag[48];
     fl_cksum_final(&md5, d);
     fl_hex(d, 16, etag);
-    e = fl_store_mpu_put_part(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"), num, w, etag, "");
+    char hdrs[64] = "";
+    if (OSS(r)) snprintf(hdrs, sizeof hdrs, CRC64_HDR ": %llu\n", (unsigned long long)crc);
+    e = fl_store_mpu_put_part(r->cfg->store, r->bucket, r->key, r->keylen, qget(r, "uploadId"), num, w, etag, hdrs);
     w = NULL;
     if (e) {
         s3_error_from(r, e);
         goto out;
     }
+    if (OSS(r)) fl_http_resp_headerf(r->c, CRC64_HDR, "%llu", (unsigned long long)crc);
     send_copy_result(r, "CopyPartResult", etag);
 out:
     fl_cksum_free(&md5);
