@@ -264,8 +264,10 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         r.principal = auth.akid;
         r.service = auth.service;
         if (cfg->iam) {
-            const fl_http_header_t *tok = fl_http_header(req, "x-amz-security-token");
-            char *token = tok ? fl_strndup(tok->value, tok->value_len) : NULL;
+            fl_query_t q; /* a presigned URL's token (an unparsable query holds none) */
+            fl_query_parse(req->query, req->query_len, &q);
+            char *token = fl_iam_request_token(req, &q);
+            fl_query_free(&q);
             char msg[128];
             fl_err_t e = fl_iam_identify(cfg->iam, auth.akid, token, &who, msg);
             free(token);

@@ -375,7 +375,7 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
     if (session) {
         char h[65];
         if (!token || !*token) {
-            snprintf(msg, 128, "Temporary credentials need their session token (x-amz-security-token).");
+            snprintf(msg, 128, "Temporary credentials need their session token (x-amz-security-token or x-oss-security-token).");
             goto out;
         }
         fl_sha256_hex(token, strlen(token), h);
@@ -402,6 +402,21 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
 out:
     cval_put(&kv->c);
     return err;
+}
+
+char *fl_iam_request_token(const fl_http_req_t *req, const fl_query_t *q)
+{
+    static const char *const headers[] = { "x-amz-security-token", "x-oss-security-token", "security-token" };
+    static const char *const params[] = { "X-Amz-Security-Token", "x-oss-security-token", "security-token" };
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        const fl_http_header_t *h = fl_http_header(req, headers[i]);
+        if (h) return fl_strndup(h->value, h->value_len);
+    }
+    for (size_t i = 0; q && i < sizeof params / sizeof params[0]; i++) {
+        const char *v = fl_query_get(q, params[i]);
+        if (v) return fl_strdup(v);
+    }
+    return NULL;
 }
 
 void fl_iam_who_free(fl_iam_who_t *who)
