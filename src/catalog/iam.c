@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOUCH_EVERY_MS 60000  /* last-used is written at most once a minute per key */
@@ -60,10 +61,27 @@ static void cval_put(cval_t *v)
     if (v && atomic_fetch_sub(&v->ref, 1) == 1) v->dtor(v);
 }
 
+/* The cache's clock: coarse (a few ms; the TTL is FL_IAM_CACHE_TTL_MS) and
+ * cheap, as it is read on every lookup. */
+static int64_t cache_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Keys are ARNs and names of up to a few hundred bytes: hashed a word at a time. */
 static cslot_t *slot_of(fl_iam_t *iam, const char *key)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 1099511628211ULL;
+    uint64_t h = 1469598103934665603ULL, w;
+    size_t n = strlen(key), i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, key + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++) h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    h ^= h >> 29;
     return &iam->slots[h % FL_IAM_CACHE_SLOTS];
 }
 
@@ -93,7 +111,7 @@ static cval_t *cache_get(fl_iam_t *iam, const char *key)
     if (!key) return NULL;
     cslot_t *s = slot_of(iam, key);
     cval_t *v = NULL;
-    int64_t now = fl_now_ms();
+    int64_t now = cache_ms();
     pthread_rwlock_rdlock(&iam->mu);
     if (s->v && s->gen == atomic_load(&iam->gen) && now - s->at_ms < FL_IAM_CACHE_TTL_MS && !strcmp(s->key, key)) {
         v = s->v;
@@ -118,7 +136,7 @@ static void cache_put(fl_iam_t *iam, const char *key, cval_t *v, uint64_t gen)
     s->key = k;
     s->v = v;
     s->gen = gen;
-    s->at_ms = fl_now_ms();
+    s->at_ms = cache_ms();
     pthread_rwlock_unlock(&iam->mu);
     cval_put(old);
     free(oldk);
@@ -709,8 +727,10 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
     polset_t ps;
     polset_load(iam, who, arns, 2, &ps);
     bool ok = true;
+    int64_t now = fl_now_ms();
     for (size_t i = 0; ok && i < nactions; i++) {
         fl_policy_ctx_t ctx = { .action = actions[i], .resource = res, .source_ip = fl_iam_source_ip(source_ip, ip),
+                                .now_ms = now,
                                 .ns = tg->table ? tg->table->ns : tg->ns,
                                 .table_name = tg->table ? tg->table->name : tg->name };
         fl_authz_out_t o;
