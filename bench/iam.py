@@ -9,7 +9,9 @@ the median of BENCH_RUNS runs is reported with the user/root ratio.
 Method: one floe (build/floe, RelWithDebInfo) on a fresh data dir; the load
 generators are bench/catalogload and bench/s3load (build/), one keep-alive
 connection per client; BENCH_CLIENTS clients (default 4), BENCH_SECONDS per
-run (default 4), BENCH_RUNS (default 3). Setup is untimed. Usage:
+run (default 4), BENCH_RUNS (default 3); BENCH_WHO=user (or root) runs only that
+signer's load (e.g. under `perf record -p`: the server's share of samples
+spent authorising, steadier than req/s on a shared machine). Setup is untimed. Usage:
     .venv/bin/python bench/iam.py
 """
 import json
@@ -34,6 +36,7 @@ S3LOAD = os.path.join(os.path.dirname(FLOE), "s3load")
 SECONDS = os.environ.get("BENCH_SECONDS", "4")
 RUNS = int(os.environ.get("BENCH_RUNS", "3"))
 CLIENTS = os.environ.get("BENCH_CLIENTS", "4")
+WHO = os.environ.get("BENCH_WHO", "both")
 AK, SK, REGION = "benchadmin", "bench-secret-key-0123456789", "us-east-1"
 
 
@@ -124,6 +127,10 @@ def main():
             cpu = {"root": [], "user": []}
             for _ in range(RUNS):
                 for who, (a, s) in (("root", (AK, SK)), ("user", (uak, usk))):
+                    if WHO not in ("both", who):
+                        rs[who].append(0)
+                        cpu[who].append(0)
+                        continue
                     r = fn(a, s, who)
                     assert r.get("errors", 0) == 0, r
                     rs[who].append(r["req_s"])

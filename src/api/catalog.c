@@ -109,6 +109,39 @@ static bool read_body(fl_api_req_t *r, bool rest, fl_buf_t *out)
     }
 }
 
+
+/* A table commit: Iceberg REST's updateTable, commitTransaction and
+ * replaceView, S3 Tables' UpdateTableMetadataLocation. It moves a table's
+ * metadata pointer only, which nothing the IAM cache holds depends on (a
+ * table's ARN, owner and policies stay), so it does not bracket itself with
+ * fl_iam_write_begin/end: a busy writer does not empty every node's cache. */
+static bool is_commit(bool rest, const fl_api_req_t *r)
+{
+    const char *p = r->path, *end = r->path + r->path_len;
+    const char *m = r->req->method;
+    if (!rest) { /* PUT /tables/{bucket}/{ns}/{name}/metadata-location */
+        static const char tail[] = "/metadata-location";
+        size_t tl = sizeof tail - 1;
+        return !strcmp(m, "PUT") && r->path_len > 8 + tl && !memcmp(p, "/tables/", 8) &&
+               !memcmp(end - tl, tail, tl);
+    }
+    if (strcmp(m, "POST") || r->path_len < 4 || memcmp(p, "/v1/", 4)) return false;
+    const char *segs[6];
+    size_t lens[6], n = 0;
+    const char *q = memchr(p + 4, '/', (size_t)(end - p - 4)); /* past the prefix */
+    while (q && q < end && n < 6) {
+        q++;
+        const char *s = memchr(q, '/', (size_t)(end - q));
+        segs[n] = q;
+        lens[n++] = (size_t)((s ? s : end) - q);
+        q = s;
+    }
+    if (q) return false; /* more segments than any commit route has */
+#define SEG(i, lit) (lens[i] == sizeof lit - 1 && !memcmp(segs[i], lit, sizeof lit - 1))
+    return (n == 2 && SEG(0, "transactions") && SEG(1, "commit")) ||
+           (n == 4 && SEG(0, "namespaces") && (SEG(2, "tables") || SEG(2, "views")) && lens[1] && lens[3]);
+#undef SEG
+}
 /* Authentication happens on the head, before a byte of the body is read (so
  * no 100 Continue goes to a request that will be refused): unsigned requests,
  * unknown keys, a wrong scope or time are refused at once. When the client
@@ -231,8 +264,10 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         r.principal = auth.akid;
         r.service = auth.service;
         if (cfg->iam) {
-            const fl_http_header_t *tok = fl_http_header(req, "x-amz-security-token");
-            char *token = tok ? fl_strndup(tok->value, tok->value_len) : NULL;
+            fl_query_t q; /* a presigned URL's token (an unparsable query holds none) */
+            fl_query_parse(req->query, req->query_len, &q);
+            char *token = fl_iam_request_token(req, &q);
+            fl_query_free(&q);
             char msg[128];
             fl_err_t e = fl_iam_identify(cfg->iam, auth.akid, token, &who, msg);
             free(token);
@@ -245,7 +280,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             }
             r.who = &who;
         }
-        if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD")) {
+        if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && !is_commit(rest, &r)) {
             /* a write may change what identities and policies say: see fl_iam_write_begin */
             fl_iam_write_begin(cfg->iam);
             writing = true;

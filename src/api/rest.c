@@ -1179,7 +1179,10 @@ static bool may(rctx_t *x, const char *actions, const fl_tbucket_t *b, const cha
     size_t n = 0;
     for (const char *p = actions; *p && n < 4;) {
         size_t l = strcspn(p, ",");
-        snprintf(buf[n], sizeof buf[n], "s3tables:%.*s", (int)l, p);
+        if (l > sizeof buf[n] - 10) l = sizeof buf[n] - 10;
+        memcpy(buf[n], "s3tables:", 9);
+        memcpy(buf[n] + 9, p, l);
+        buf[n][9 + l] = 0;
         acts[n] = buf[n];
         n++;
         p += l + (p[l] == ',');

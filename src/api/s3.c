@@ -2022,10 +2022,8 @@ static bool authenticate(s3req_t *r)
     }
     r->signed_req = true;
     if (r->cfg->iam) {
-        /* the session token: a header, or X-Amz-Security-Token in a presigned URL */
-        const fl_http_header_t *tok = fl_http_header(r->req, "x-amz-security-token");
-        const char *qt = qget(r, "X-Amz-Security-Token");
-        char *token = tok ? fl_strndup(tok->value, tok->value_len) : qt ? fl_strdup(qt) : NULL;
+        /* the session token: a header, or in a presigned URL (AWS's and OSS's names) */
+        char *token = fl_iam_request_token(r->req, &r->q);
         char msg[128];
         fl_err_t e = fl_iam_identify(r->cfg->iam, r->auth.akid, token, &r->who, msg);
         bool had_token = token && *token;

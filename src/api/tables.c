@@ -1920,9 +1920,20 @@ static bool authorize(treq_t *t, const char *op)
     } else if (barn) {
         return true; /* an unknown or malformed bucket: the handler answers 400/404, and changes nothing */
     }
-    const char *acts[1] = { action };
+    /* creating with an encryptionConfiguration also sets the encryption (as AWS asks) */
+    const char *acts[2] = { action, NULL };
+    size_t nacts = 1;
+    bool creates_table = !strcmp(op, "CreateTable");
+    if (creates_table || !strcmp(op, "CreateTableBucket")) {
+        json_error_t je;
+        json_t *j = t->r->body_len ? json_loadb(t->r->body, t->r->body_len, 0, &je) : NULL;
+        json_t *enc = json_object_get(j, "encryptionConfiguration");
+        if (enc && !json_is_null(enc))
+            acts[nacts++] = creates_table ? "s3tables:PutTableEncryption" : "s3tables:PutTableBucketEncryption";
+        json_decref(j); /* an unparsable body: the handler answers 400 */
+    }
     char msg[FL_ARN_MAX * 3 + 128];
-    if (fl_iam_check(t->cfg->iam, who, acts, 1, &tg, fl_http_peer(t->r->c), msg, sizeof msg)) return true;
+    if (fl_iam_check(t->cfg->iam, who, acts, nacts, &tg, fl_http_peer(t->r->c), msg, sizeof msg)) return true;
     fail(t, "AccessDeniedException", "%s", msg);
     return false;
 }

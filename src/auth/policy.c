@@ -758,7 +758,8 @@ static bool principal_matches(const stmt_t *s, const fl_policy_ctx_t *ctx)
     return false;
 }
 
-/* action is lower-cased "service:name". */
+/* action is lower-cased "service:name", as the patterns are (at parse time):
+ * matched case-sensitively, which is then the same as ignoring case. */
 static bool action_matches(const stmt_t *s, const char *action)
 {
     const char *colon = strchr(action, ':');
@@ -766,11 +767,11 @@ static bool action_matches(const stmt_t *s, const char *action)
     size_t svc_len = colon ? (size_t)(colon - action) : 0;
     for (size_t i = 0; i < s->actions.n; i++) {
         const char *p = s->actions.v[i];
-        if (fl_policy_glob(p, action, true)) return true;
+        if (fl_policy_glob(p, action, false)) return true;
         /* oss:X covers s3tables:X and s3:X */
         if (!strncmp(p, "oss:", 4) &&
             ((svc_len == 8 && !strncmp(action, "s3tables", 8)) || (svc_len == 2 && !strncmp(action, "s3", 2))) &&
-            fl_policy_glob(p + 4, name, true))
+            fl_policy_glob(p + 4, name, false))
             return true;
     }
     return false;

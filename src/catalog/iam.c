@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
+#include "net/metrics.h"
 #include <jansson.h>
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TOUCH_EVERY_MS 60000  /* last-used is written at most once a minute per key */
@@ -45,10 +47,12 @@ struct fl_iam {
     fl_catalog_t *cat;
     const fl_keys_t *root;
     char account[40];
+    char root_arn[80];        /* arn:aws:iam::{account}:root */
     unsigned char key[32];
-    pthread_mutex_t mu;
+    pthread_rwlock_t mu;      /* the slots: read-mostly */
     atomic_uint_fast64_t gen;
     atomic_int writers;       /* writes in flight on this node: nothing loaded meanwhile is kept */
+    atomic_uint_fast64_t hits, misses; /* cache_get's answers, for /metrics */
     cslot_t slots[FL_IAM_CACHE_SLOTS];
 };
 
@@ -57,25 +61,64 @@ static void cval_put(cval_t *v)
     if (v && atomic_fetch_sub(&v->ref, 1) == 1) v->dtor(v);
 }
 
+/* The cache's clock: coarse (a few ms; the TTL is FL_IAM_CACHE_TTL_MS) and
+ * cheap, as it is read on every lookup. */
+static int64_t cache_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Keys are ARNs and names of up to a few hundred bytes: hashed a word at a time. */
 static cslot_t *slot_of(fl_iam_t *iam, const char *key)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 1099511628211ULL;
+    uint64_t h = 1469598103934665603ULL, w;
+    size_t n = strlen(key), i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, key + i, 8);
+        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+        h ^= h >> 32;
+    }
+    for (; i < n; i++) h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    h ^= h >> 29;
     return &iam->slots[h % FL_IAM_CACHE_SLOTS];
 }
 
-/* A held reference (release with cval_put) to key's current value, or NULL. */
+/* Builds a cache key: tag and the parts joined by 0x1f, into out (cap bytes).
+ * NULL when it does not fit (such a lookup is not cached). Plain copies: this
+ * runs several times per request (no printf formatting). */
+static const char *ckey(char *out, size_t cap, const char *tag, const char *const *parts, size_t n)
+{
+    size_t at = strlen(tag);
+    if (at >= cap) return NULL;
+    memcpy(out, tag, at);
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(parts[i]);
+        if (at + 1 + l >= cap) return NULL;
+        out[at++] = 0x1f;
+        memcpy(out + at, parts[i], l);
+        at += l;
+    }
+    out[at] = 0;
+    return out;
+}
+
+/* A held reference (release with cval_put) to key's current value, or NULL
+ * (also for a NULL key). */
 static cval_t *cache_get(fl_iam_t *iam, const char *key)
 {
+    if (!key) return NULL;
     cslot_t *s = slot_of(iam, key);
     cval_t *v = NULL;
-    int64_t now = fl_now_ms();
-    pthread_mutex_lock(&iam->mu);
+    int64_t now = cache_ms();
+    pthread_rwlock_rdlock(&iam->mu);
     if (s->v && s->gen == atomic_load(&iam->gen) && now - s->at_ms < FL_IAM_CACHE_TTL_MS && !strcmp(s->key, key)) {
         v = s->v;
         atomic_fetch_add(&v->ref, 1);
     }
-    pthread_mutex_unlock(&iam->mu);
+    pthread_rwlock_unlock(&iam->mu);
+    atomic_fetch_add_explicit(v ? &iam->hits : &iam->misses, 1, memory_order_relaxed);
     return v;
 }
 
@@ -83,18 +126,18 @@ static cval_t *cache_get(fl_iam_t *iam, const char *key)
  * unless a write began or ended since (or is in flight): it may be stale. */
 static void cache_put(fl_iam_t *iam, const char *key, cval_t *v, uint64_t gen)
 {
-    if (atomic_load(&iam->writers) > 0 || atomic_load(&iam->gen) != gen) return;
+    if (!key || atomic_load(&iam->writers) > 0 || atomic_load(&iam->gen) != gen) return;
     cslot_t *s = slot_of(iam, key);
     char *k = fl_strdup(key);
     atomic_fetch_add(&v->ref, 1);
-    pthread_mutex_lock(&iam->mu);
+    pthread_rwlock_wrlock(&iam->mu);
     cval_t *old = s->v;
     char *oldk = s->key;
     s->key = k;
     s->v = v;
     s->gen = gen;
-    s->at_ms = fl_now_ms();
-    pthread_mutex_unlock(&iam->mu);
+    s->at_ms = cache_ms();
+    pthread_rwlock_unlock(&iam->mu);
     cval_put(old);
     free(oldk);
 }
@@ -116,6 +159,17 @@ void fl_iam_write_end(fl_iam_t *iam)
     if (!iam) return;
     atomic_fetch_add(&iam->gen, 1);
     atomic_fetch_sub(&iam->writers, 1);
+}
+
+/* /metrics: the cache's hits and misses (a miss reads the catalog store). */
+static fl_err_t render_metrics(void *arg, fl_buf_t *out)
+{
+    fl_iam_t *iam = arg;
+    return fl_buf_printf(out, "# HELP floe_iam_cache_lookups_total IAM cache lookups (keys, policies, tables) by result.\n"
+                              "# TYPE floe_iam_cache_lookups_total counter\n"
+                              "floe_iam_cache_lookups_total{result=\"hit\"} %llu\n"
+                              "floe_iam_cache_lookups_total{result=\"miss\"} %llu\n",
+                         (unsigned long long)atomic_load(&iam->hits), (unsigned long long)atomic_load(&iam->misses));
 }
 
 static bool master_key(const char *dir, unsigned char key[32])
@@ -147,23 +201,27 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *
     fl_iam_t *iam = fl_calloc(1, sizeof *iam);
     iam->cat = cat;
     iam->root = root;
-    pthread_mutex_init(&iam->mu, NULL);
+    pthread_rwlock_init(&iam->mu, NULL);
     fl_strlcpy(iam->account, account, sizeof iam->account);
+    snprintf(iam->root_arn, sizeof iam->root_arn, "arn:aws:iam::%s:root", iam->account);
     if (!master_key(data_dir, iam->key)) {
+        pthread_rwlock_destroy(&iam->mu);
         free(iam);
         return NULL;
     }
+    fl_metrics_add_source(render_metrics, iam);
     return iam;
 }
 
 void fl_iam_close(fl_iam_t *iam)
 {
     if (!iam) return;
+    fl_metrics_remove_source(render_metrics, iam);
     for (size_t i = 0; i < FL_IAM_CACHE_SLOTS; i++) {
         cval_put(iam->slots[i].v);
         free(iam->slots[i].key);
     }
-    pthread_mutex_destroy(&iam->mu);
+    pthread_rwlock_destroy(&iam->mu);
     OPENSSL_cleanse(iam->key, sizeof iam->key);
     free(iam);
 }
@@ -238,6 +296,7 @@ typedef struct keyval {
     cval_t c;
     fl_iam_key_t k;
     char secret[128];
+    char arn[FL_ARN_MAX], principal_arn[FL_ARN_MAX]; /* fl_iam_who_t's, formatted once */
     atomic_llong touched;   /* last time the store's last-used was written */
 } keyval_t;
 
@@ -252,8 +311,8 @@ static void keyval_dtor(cval_t *c)
 /* The key akid (a held reference), or NULL when unknown or unreadable. */
 static keyval_t *key_load(fl_iam_t *iam, const char *akid)
 {
-    char ck[200];
-    snprintf(ck, sizeof ck, "key\x1f%s", akid);
+    char ckb[200];
+    const char *ck = ckey(ckb, sizeof ckb, "key", &akid, 1);
     cval_t *c = cache_get(iam, ck);
     if (c) return (keyval_t *)c;
     uint64_t gen = atomic_load(&iam->gen);
@@ -267,6 +326,17 @@ static keyval_t *key_load(fl_iam_t *iam, const char *akid)
     if (fl_iam_unseal(iam, v->k.secret, v->secret) != FL_OK) {
         keyval_dtor(&v->c);
         return NULL;
+    }
+    const fl_iam_key_t *k = &v->k;
+    if (!strcmp(k->kind, "root")) {
+        snprintf(v->arn, sizeof v->arn, "arn:aws:iam::%s:root", k->account);
+        fl_strlcpy(v->principal_arn, v->arn, sizeof v->principal_arn);
+    } else if (!strcmp(k->kind, "session")) {
+        snprintf(v->arn, sizeof v->arn, "arn:aws:sts::%s:assumed-role/%s/%s", k->account, k->name, k->session_name);
+        snprintf(v->principal_arn, sizeof v->principal_arn, "arn:aws:iam::%s:role/%s", k->account, k->name);
+    } else {
+        snprintf(v->arn, sizeof v->arn, "arn:aws:iam::%s:user/%s", k->account, k->name);
+        fl_strlcpy(v->principal_arn, v->arn, sizeof v->principal_arn);
     }
     atomic_init(&v->touched, v->k.last_used_ms);
     cache_put(iam, ck, &v->c, gen);
@@ -298,7 +368,7 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         }
         fl_strlcpy(who->account, iam->account, sizeof who->account);
         fl_strlcpy(who->kind, "root", sizeof who->kind);
-        snprintf(who->arn, sizeof who->arn, "arn:aws:iam::%s:root", iam->account);
+        fl_strlcpy(who->arn, iam->root_arn, sizeof who->arn);
         fl_strlcpy(who->principal_arn, who->arn, sizeof who->principal_arn);
         who->root = true;
         return FL_OK;
@@ -308,26 +378,26 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         snprintf(msg, 128, "The security token included in the request is invalid.");
         return FL_ERR_AUTH;
     }
-    const fl_iam_key_t k = kv->k; /* a shallow copy: session_policy stays kv's */
+    const fl_iam_key_t *k = &kv->k; /* kv's: held until out */
     fl_err_t err = FL_ERR_AUTH;
     int64_t now = fl_now_ms();
-    if (strcmp(k.status, "Active")) {
+    if (strcmp(k->status, "Active")) {
         snprintf(msg, 128, "The access key is not active.");
         goto out;
     }
-    if (k.expires_ms && k.expires_ms <= now) {
+    if (k->expires_ms && k->expires_ms <= now) {
         snprintf(msg, 128, "The security token included in the request is expired");
         goto out;
     }
-    bool session = !strcmp(k.kind, "session");
+    bool session = !strcmp(k->kind, "session");
     if (session) {
         char h[65];
         if (!token || !*token) {
-            snprintf(msg, 128, "Temporary credentials need their session token (x-amz-security-token).");
+            snprintf(msg, 128, "Temporary credentials need their session token (x-amz-security-token or x-oss-security-token).");
             goto out;
         }
         fl_sha256_hex(token, strlen(token), h);
-        if (strlen(k.token_hash) != 64 || CRYPTO_memcmp(h, k.token_hash, 64) != 0) {
+        if (strlen(k->token_hash) != 64 || CRYPTO_memcmp(h, k->token_hash, 64) != 0) {
             snprintf(msg, 128, "The security token included in the request is invalid.");
             goto out;
         }
@@ -335,22 +405,14 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         snprintf(msg, 128, "The security token included in the request is invalid.");
         goto out;
     }
-    fl_strlcpy(who->account, k.account, sizeof who->account);
-    fl_strlcpy(who->kind, k.kind, sizeof who->kind);
-    fl_strlcpy(who->name, k.name, sizeof who->name);
-    fl_strlcpy(who->session_name, k.session_name, sizeof who->session_name);
-    if (!strcmp(k.kind, "root")) {
-        snprintf(who->arn, sizeof who->arn, "arn:aws:iam::%s:root", k.account);
-        who->root = true;
-        fl_strlcpy(who->principal_arn, who->arn, sizeof who->principal_arn);
-    } else if (session) {
-        snprintf(who->arn, sizeof who->arn, "arn:aws:sts::%s:assumed-role/%s/%s", k.account, k.name, k.session_name);
-        snprintf(who->principal_arn, sizeof who->principal_arn, "arn:aws:iam::%s:role/%s", k.account, k.name);
-        if (k.session_policy && *k.session_policy) who->session_policy = fl_strdup(k.session_policy);
-    } else {
-        snprintf(who->arn, sizeof who->arn, "arn:aws:iam::%s:user/%s", k.account, k.name);
-        fl_strlcpy(who->principal_arn, who->arn, sizeof who->principal_arn);
-    }
+    fl_strlcpy(who->account, k->account, sizeof who->account);
+    fl_strlcpy(who->kind, k->kind, sizeof who->kind);
+    fl_strlcpy(who->name, k->name, sizeof who->name);
+    fl_strlcpy(who->session_name, k->session_name, sizeof who->session_name);
+    fl_strlcpy(who->arn, kv->arn, sizeof who->arn);
+    fl_strlcpy(who->principal_arn, kv->principal_arn, sizeof who->principal_arn);
+    who->root = !strcmp(k->kind, "root");
+    if (session && k->session_policy && *k->session_policy) who->session_policy = fl_strdup(k->session_policy);
     long long last = atomic_load(&kv->touched);
     if (now - last > TOUCH_EVERY_MS && atomic_compare_exchange_strong(&kv->touched, &last, now))
         fl_catalog_key_touch(iam->cat, akid, now);
@@ -358,6 +420,21 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
 out:
     cval_put(&kv->c);
     return err;
+}
+
+char *fl_iam_request_token(const fl_http_req_t *req, const fl_query_t *q)
+{
+    static const char *const headers[] = { "x-amz-security-token", "x-oss-security-token", "security-token" };
+    static const char *const params[] = { "X-Amz-Security-Token", "x-oss-security-token", "security-token" };
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        const fl_http_header_t *h = fl_http_header(req, headers[i]);
+        if (h) return fl_strndup(h->value, h->value_len);
+    }
+    for (size_t i = 0; q && i < sizeof params / sizeof params[0]; i++) {
+        const char *v = fl_query_get(q, params[i]);
+        if (v) return fl_strdup(v);
+    }
+    return NULL;
 }
 
 void fl_iam_who_free(fl_iam_who_t *who)
@@ -394,7 +471,7 @@ typedef struct polval {
     cval_t c;
     fl_policy_t **p;
     size_t n;
-    pthread_mutex_t mu;
+    pthread_rwlock_t mu;     /* the memo */
     memo_t memo[MEMO_ACTIONS];
     size_t nmemo;
 } polval_t;
@@ -404,7 +481,7 @@ static void polval_dtor(cval_t *c)
     polval_t *v = (polval_t *)c;
     for (size_t i = 0; i < v->n; i++) fl_policy_free(v->p[i]);
     for (size_t i = 0; i < v->nmemo; i++) free(v->memo[i].idx);
-    pthread_mutex_destroy(&v->mu);
+    pthread_rwlock_destroy(&v->mu);
     free(v->p);
     free(v);
 }
@@ -414,9 +491,18 @@ static void polval_dtor(cval_t *c)
 static size_t polval_for(polval_t *v, const char *action, const fl_policy_t **out, size_t cap)
 {
     size_t n = SIZE_MAX;
-    pthread_mutex_lock(&v->mu);
     memo_t *m = NULL;
+    pthread_rwlock_rdlock(&v->mu); /* the memo is read-mostly: look under the shared lock first */
     for (size_t i = 0; i < v->nmemo && !m; i++)
+        if (!strcmp(v->memo[i].action, action)) m = &v->memo[i];
+    if (m && m->n <= cap) {
+        for (size_t i = 0; i < m->n; i++) out[i] = v->p[m->idx[i]];
+        n = m->n;
+    }
+    pthread_rwlock_unlock(&v->mu);
+    if (m) return n;
+    pthread_rwlock_wrlock(&v->mu);
+    for (size_t i = 0; i < v->nmemo && !m; i++) /* another thread may have added it meanwhile */
         if (!strcmp(v->memo[i].action, action)) m = &v->memo[i];
     if (!m && v->nmemo < MEMO_ACTIONS && strlen(action) < sizeof m->action && v->n < 65536) {
         m = &v->memo[v->nmemo++];
@@ -429,7 +515,7 @@ static size_t polval_for(polval_t *v, const char *action, const fl_policy_t **ou
         for (size_t i = 0; i < m->n; i++) out[i] = v->p[m->idx[i]];
         n = m->n;
     }
-    pthread_mutex_unlock(&v->mu);
+    pthread_rwlock_unlock(&v->mu);
     return n;
 }
 
@@ -438,7 +524,7 @@ static polval_t *polval_new(fl_policy_t **p, size_t n)
     polval_t *v = fl_calloc(1, sizeof *v);
     v->c.dtor = polval_dtor;
     atomic_init(&v->c.ref, 1);
-    pthread_mutex_init(&v->mu, NULL);
+    pthread_rwlock_init(&v->mu, NULL);
     v->p = p;
     v->n = n;
     return v;
@@ -447,8 +533,9 @@ static polval_t *polval_new(fl_policy_t **p, size_t n)
 /* The identity policies (inline and attached) of (account, kind, name). */
 static polval_t *identity_set(fl_iam_t *iam, const char *account, const char *kind, const char *name)
 {
-    char ck[400];
-    snprintf(ck, sizeof ck, "id\x1f%s\x1f%s\x1f%s", account, kind, name);
+    char ckb[400];
+    const char *parts[3] = { account, kind, name };
+    const char *ck = ckey(ckb, sizeof ckb, "id", parts, 3);
     cval_t *c = cache_get(iam, ck);
     if (c) return (polval_t *)c;
     uint64_t gen = atomic_load(&iam->gen);
@@ -479,8 +566,8 @@ static polval_t *identity_set(fl_iam_t *iam, const char *account, const char *ki
 /* The resource policy attached to arn (none: an empty set). */
 static polval_t *resource_set(fl_iam_t *iam, const char *arn)
 {
-    char ck[FL_ARN_MAX + 8];
-    snprintf(ck, sizeof ck, "res\x1f%s", arn);
+    char ckb[FL_ARN_MAX + 8];
+    const char *ck = ckey(ckb, sizeof ckb, "res", &arn, 1);
     cval_t *c = cache_get(iam, ck);
     if (c) return (polval_t *)c;
     uint64_t gen = atomic_load(&iam->gen);
@@ -498,8 +585,9 @@ static polval_t *session_set(fl_iam_t *iam, const fl_iam_who_t *who)
 {
     static const char deny_all[] =
         "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Deny\",\"Action\":\"*\",\"Resource\":\"*\"}]}";
-    char ck[200], err[256];
-    snprintf(ck, sizeof ck, "sess\x1f%s", who->akid);
+    char ckb[200], err[256];
+    const char *akid = who->akid;
+    const char *ck = ckey(ckb, sizeof ckb, "sess", &akid, 1);
     cval_t *c = cache_get(iam, ck);
     if (c) return (polval_t *)c;
     uint64_t gen = atomic_load(&iam->gen);
@@ -639,8 +727,10 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
     polset_t ps;
     polset_load(iam, who, arns, 2, &ps);
     bool ok = true;
+    int64_t now = fl_now_ms();
     for (size_t i = 0; ok && i < nactions; i++) {
         fl_policy_ctx_t ctx = { .action = actions[i], .resource = res, .source_ip = fl_iam_source_ip(source_ip, ip),
+                                .now_ms = now,
                                 .ns = tg->table ? tg->table->ns : tg->ns,
                                 .table_name = tg->table ? tg->table->name : tg->name };
         fl_authz_out_t o;
@@ -755,8 +845,8 @@ static void tabval_dtor(cval_t *c) { free(c); }
 
 bool fl_iam_warehouse(fl_iam_t *iam, const char *wb, fl_table_t *t, fl_tbucket_t *b)
 {
-    char ck[100], wh[80];
-    snprintf(ck, sizeof ck, "wh\x1f%s", wb);
+    char ckb[100], wh[80];
+    const char *ck = ckey(ckb, sizeof ckb, "wh", &wb, 1);
     tabval_t *v = (tabval_t *)cache_get(iam, ck);
     if (!v) {
         uint64_t gen = atomic_load(&iam->gen);
@@ -779,8 +869,9 @@ bool fl_iam_warehouse(fl_iam_t *iam, const char *wb, fl_table_t *t, fl_tbucket_t
 
 bool fl_iam_table(fl_iam_t *iam, const char *bucket, const char *ns, const char *name, fl_table_t *t)
 {
-    char ck[3 * FL_NAME_MAX + 80];
-    snprintf(ck, sizeof ck, "tb\x1f%s\x1f%s\x1f%s", bucket, ns, name);
+    char ckb[3 * FL_NAME_MAX + 80];
+    const char *parts[3] = { bucket, ns, name };
+    const char *ck = ckey(ckb, sizeof ckb, "tb", parts, 3);
     tabval_t *v = (tabval_t *)cache_get(iam, ck);
     if (!v) {
         uint64_t gen = atomic_load(&iam->gen);

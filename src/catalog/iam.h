@@ -13,7 +13,9 @@
 #include "auth/arn.h"
 #include "auth/keys.h"
 #include "auth/policy.h"
+#include "base/query.h"
 #include "meta/catalog.h"
+#include "net/http.h"
 
 typedef struct fl_iam fl_iam_t;
 
@@ -46,6 +48,14 @@ typedef struct fl_iam_who {
  * last use. */
 fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_iam_who_t *who, char *msg);
 void fl_iam_who_free(fl_iam_who_t *who);
+
+/* A request's session token, as AWS and Alibaba Cloud clients send it (a new
+ * string, free(); NULL when none). Headers: x-amz-security-token (SigV4),
+ * x-oss-security-token (OSS4; oss2's V1), security-token (alibabacloud-oss-v2's
+ * V1). Presigned URLs, in q (NULL: not looked at): X-Amz-Security-Token,
+ * x-oss-security-token (OSS4), security-token (V1). The first found wins;
+ * the signature covers it as its dialect says (auth/sigv4.c). Any thread. */
+char *fl_iam_request_token(const fl_http_req_t *req, const fl_query_t *q);
 
 /* One question: may who do ctx->action on ctx->resource, owned by
  * resource_account, with these resource policies (JSON texts, NULLs skipped)?

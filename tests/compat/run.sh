@@ -14,6 +14,9 @@
 #               iceberg-$ICEBERG_VERSION-oss: + iceberg-aliyun, aliyun-sdk-oss; OSS V1 signatures)
 #               and the catalog's oss.endpoint; the Connect JVM resolves {warehouse}.oss.floe.test
 #               to 127.0.0.1 through -Djdk.net.hosts.file
+#               iam: the connector signs (catalog and S3FileIO) as IAM user kafka-sink, made with the AWS
+#               CLI and allowed only GetTableBucket, GetTable, GetTableMetadataLocation, GetTableData,
+#               UpdateTableMetadataLocation, PutTableData on the bucket and its tables; no denial allowed
 #      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
 #      FLOE_BIN (build/floe)
 # Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
@@ -29,7 +32,7 @@ CHECKSUM="${CHECKSUM:-default}"
 COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
 TASKS_MAX="${TASKS_MAX:-2}"
 WAIT_SECS="${WAIT_SECS:-600}"
-SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss | iam
 OSS_DOMAIN=oss.floe.test
 if [ "$SCENARIO" = auto-evolve ]; then export COMPAT_EVOLVE_FROM=$(( N / 2 )); fi
 FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
@@ -242,6 +245,25 @@ fi
 
 fi
 
+# ---- iam: the connector signs as an IAM user allowed only what the sink does ------------------
+SINK_AK=$FLOE_ROOT_ACCESS_KEY_ID SINK_SK=$FLOE_ROOT_SECRET_ACCESS_KEY
+if [ "$SCENARIO" = iam ]; then
+  aws_i() { "$AWS" iam --endpoint-url "$CAT" --region $REGION "$@"; }
+  # getConfig; tableExists (HEAD); loadTable; updateTable; data and metadata files through S3FileIO
+  cat > "$RUN/sink-policy.json" <<J
+{"Version": "2012-10-17", "Statement": [{"Effect": "Allow",
+  "Action": ["s3tables:GetTableBucket", "s3tables:GetTable", "s3tables:GetTableMetadataLocation", "s3tables:GetTableData",
+             "s3tables:UpdateTableMetadataLocation", "s3tables:PutTableData"],
+  "Resource": ["$ARN", "$ARN/table/*"]}]}
+J
+  aws_i create-user --user-name kafka-sink >/dev/null || die "iam create-user"
+  aws_i put-user-policy --user-name kafka-sink --policy-name sink \
+      --policy-document "file://$RUN/sink-policy.json" || die "iam put-user-policy"
+  read -r SINK_AK SINK_SK < <(aws_i create-access-key --user-name kafka-sink \
+      --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text) || die "iam create-access-key"
+  log "IAM user kafka-sink ($SINK_AK) with $(tr -d '\n' < "$RUN/sink-policy.json" | grep -o 's3tables:[A-Za-z]*' | tr '\n' ' ')"
+fi
+
 # ---- connector -----------------------------------------------------------------
 EXTRA_CONNECTOR_PROPS=""
 if [ "$SCENARIO" = auto-evolve ]; then
@@ -251,8 +273,8 @@ if [ "$SCENARIO" = auto-evolve ]; then
 fi
 IO_PROPS='  "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
   "iceberg.catalog.s3.endpoint": "'$S3'",
-  "iceberg.catalog.s3.access-key-id": "'$FLOE_ROOT_ACCESS_KEY_ID'",
-  "iceberg.catalog.s3.secret-access-key": "'$FLOE_ROOT_SECRET_ACCESS_KEY'",
+  "iceberg.catalog.s3.access-key-id": "'$SINK_AK'",
+  "iceberg.catalog.s3.secret-access-key": "'$SINK_SK'",
   "iceberg.catalog.s3.path-style-access": "true",'
 if [ "$SCENARIO" = oss ]; then # OSSFileIO; oss.endpoint comes from the catalog's table config
   IO_PROPS='  "iceberg.catalog.io-impl": "org.apache.iceberg.aliyun.oss.OSSFileIO",
@@ -272,8 +294,8 @@ cat > "$RUN/connector.json" <<J
   "iceberg.catalog.rest.signing-region": "$REGION",
   "iceberg.catalog.warehouse": "$ARN",
   "iceberg.catalog.rest.signing-name": "osstables",
-  "iceberg.catalog.rest.access-key-id": "$FLOE_ROOT_ACCESS_KEY_ID",
-  "iceberg.catalog.rest.secret-access-key": "$FLOE_ROOT_SECRET_ACCESS_KEY",
+  "iceberg.catalog.rest.access-key-id": "$SINK_AK",
+  "iceberg.catalog.rest.secret-access-key": "$SINK_SK",
 $IO_PROPS
   "iceberg.catalog.client.region": "$REGION",
   "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -345,6 +367,11 @@ wait $PROD_PID || die "producer failed: $(tail -3 "$RUN/produce.log")"
 (cd "$HERE" && "$PY" check.py verify "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" "$N") >"$RUN/verify.txt" 2>&1 \
   || { tail -30 "$RUN/verify.txt"; die "verify"; }
 grep -v '^snapshot ' "$RUN/verify.txt"; log "$(grep -c '^snapshot ' "$RUN/verify.txt") snapshots; last: $(grep '^snapshot ' "$RUN/verify.txt" | tail -1 | cut -c1-400)"
+if [ "$SCENARIO" = iam ]; then # least privilege, yet nothing the sink asked for was refused
+  DENIED=$(grep -c '"decision":"deny".*kafka-sink' "$RUN/floe.log" || true)
+  [ "$DENIED" = 0 ] || { grep '"decision":"deny".*kafka-sink' "$RUN/floe.log" | head -5; die "$DENIED denials of kafka-sink"; }
+  log "kafka-sink: no request refused ($(grep -c '"decision":"write".*kafka-sink' "$RUN/floe.log" || true) writes audited)"
+fi
 log "PASS: $N events -> exactly $N rows (Iceberg $ICEBERG_VERSION, checksum $CHECKSUM, scenario $SCENARIO, task restarts $RESTARTS)"
 if [ "${DEMO:-0}" = 1 ]; then
   log "the table, queried with PyIceberg:"
