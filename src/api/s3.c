@@ -1388,6 +1388,23 @@ static int read_conditions(s3req_t *r, const fl_obj_meta_t *m)
     return status;
 }
 
+/* Sends [off, off+n) of segment i of a remote object (no file to sendfile):
+ * ranged reads of FL_STORE_READ_CHUNK bytes, each written before the next. */
+static bool stream_seg(s3req_t *r, const fl_obj_t *o, size_t i, int64_t off, int64_t n)
+{
+    size_t cap = (size_t)(n < FL_STORE_READ_CHUNK ? n : FL_STORE_READ_CHUNK);
+    char *buf = fl_malloc(cap ? cap : 1);
+    bool ok = true;
+    while (n > 0 && ok) {
+        ssize_t k = fl_obj_seg_read(o, i, buf, (size_t)(n < (int64_t)cap ? n : (int64_t)cap), off);
+        ok = k > 0 && fl_http_resp_write(r->c, buf, (size_t)k) == FL_OK;
+        off += k;
+        n -= k;
+    }
+    free(buf);
+    return ok;
+}
+
 static void op_get_object(s3req_t *r)
 {
     fl_http_set_op(r->c, r->head ? "HeadObject" : "GetObject");
@@ -1478,7 +1495,8 @@ static void op_get_object(s3req_t *r)
         if (want < pos + seg) {
             int64_t off = want - pos;
             int64_t n = seg - off < left ? seg - off : left;
-            if (fl_http_resp_sendfile(r->c, o->segs[i].fd, off, n) != FL_OK) {
+            if (o->segs[i].fd >= 0 ? fl_http_resp_sendfile(r->c, o->segs[i].fd, off, n) != FL_OK
+                                   : !stream_seg(r, o, i, off, n)) {
                 fl_http_close_after(r->c);
                 goto out;
             }
@@ -1566,12 +1584,12 @@ static fl_err_t copy_range(fl_blob_w_t *w, const fl_obj_t *o, int64_t start, int
         if (start < pos + seg) {
             int64_t off = start - pos, n = seg - off < len ? seg - off : len;
             if (!md5) {
-                e = fl_blob_w_copy_fd(w, o->segs[i].fd, off, n);
+                e = fl_blob_w_copy_seg(w, o, i, off, n);
             } else {
                 int64_t done = 0;
                 while (done < n && !e) {
                     size_t want = (size_t)(n - done < IO_BUF ? n - done : IO_BUF);
-                    ssize_t got = pread(o->segs[i].fd, buf, want, off + done);
+                    ssize_t got = fl_obj_seg_read(o, i, buf, want, off + done);
                     if (got <= 0) { e = FL_ERR_IO; break; }
                     fl_cksum_update(md5, buf, (size_t)got);
                     e = fl_blob_w_write(w, buf, (size_t)got);

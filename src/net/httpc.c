@@ -216,6 +216,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     if (!colon) {
         if (len > 5 && !memcmp(p, "HTTP/", 5)) { /* a new response (after 100 or a retry) */
             x->resp->etag[0] = x->resp->last_modified[0] = x->errtype[0] = 0;
+            if (x->r->resp_headers) fl_buf_reset(x->r->resp_headers);
         }
         return len;
     }
@@ -224,6 +225,10 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     size_t vl = len - nl - 1;
     while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
     while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+    if (x->r->resp_headers) {
+        for (size_t i = 0; i < nl; i++) fl_buf_addc(x->r->resp_headers, (char)tolower((unsigned char)p[i]));
+        fl_buf_printf(x->r->resp_headers, ": %.*s\n", (int)vl, v);
+    }
     if (nl == 4 && !strncasecmp(p, "etag", 4))
         snprintf(x->resp->etag, sizeof x->resp->etag, "%.*s", (int)vl, v);
     else if (nl == 13 && !strncasecmp(p, "last-modified", 13))

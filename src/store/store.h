@@ -12,14 +12,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "base/err.h"
 
 typedef struct fl_store fl_store_t;
+
+/* A remote S3-compatible store as the backend (store/s3.c): floe bucket B's
+ * object K is remote object PREFIX/o/B/K of BUCKET, bucket B itself the marker
+ * PREFIX/b/B. Strings are copied; secrets are never logged. */
+typedef struct fl_store_s3_cfg {
+    const char *url;          /* s3://BUCKET[/PREFIX] */
+    const char *endpoint;     /* http(s)://host[:port]; NULL = AWS for region */
+    const char *region;       /* NULL = us-east-1 */
+    const char *akid, *secret, *session_token; /* NULL akid = unsigned requests */
+    bool path_style;
+} fl_store_s3_cfg_t;
 
 /* Opens (creating if needed) the store under dir: dir/index.db, dir/blobs/.
  * Sweeps temp files, blobs no index row names, and multipart uploads older
  * than FL_STALE_UPLOAD_S. Returns NULL and logs on failure. */
 fl_store_t *fl_store_open(const char *dir);
+/* Opens a store whose objects live in a remote S3-compatible store (store/s3.c);
+ * dir holds only spool files of writes in progress (blobs/tmp). Every call below
+ * then maps onto remote requests through net/httpc.h, SigV4-signed. Reads give
+ * segments with fd -1: read them with fl_obj_seg_read (ranged GETs pinned to the
+ * object's ETag with If-Match). Returns NULL and logs on failure (bad URL, remote
+ * bucket unreachable). */
+fl_store_t *fl_store_open_s3(const char *dir, const fl_store_s3_cfg_t *cfg);
+/* Whether s keeps its objects in a remote store (no local blob files). */
+bool fl_store_is_remote(const fl_store_t *s);
 /* Closes the store; no other call on s may be running or follow. */
 void fl_store_close(fl_store_t *s);
 /* Waits until replaced blobs queued for unlinking are gone (tests, shutdown). */
@@ -89,7 +110,7 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket,
 
 /* ---- reading ---- */
 typedef struct fl_obj_seg {
-    int fd;            /* open blob file, read-only */
+    int fd;            /* open blob file, read-only; -1: a remote object (fl_obj_seg_read) */
     int64_t len;       /* bytes of this segment */
 } fl_obj_seg_t;
 
@@ -97,8 +118,17 @@ typedef struct fl_obj {
     fl_obj_meta_t meta;
     size_t nsegs;      /* 1 for a single PUT, N parts for multipart; 0 for empty */
     fl_obj_seg_t *segs;
-    int64_t *part_sizes; /* == seg lengths; kept for GetObject partNumber */
+    int64_t *part_sizes; /* == seg lengths; kept for GetObject partNumber; NULL when
+                            unknown (a remote multipart object is one segment) */
+    void *rd;          /* the backend's reader of a remote object; NULL for files */
 } fl_obj_t;
+
+/* pread over segment i of o: a file's pread, or a ranged GET of the remote
+ * object (fails with -1 if it changed since fl_store_get). Returns bytes read
+ * (short only at the end), -1 on error. Any thread; one reader per o at a time. */
+ssize_t fl_obj_seg_read(const fl_obj_t *o, size_t i, void *buf, size_t n, int64_t off);
+/* Appends [off, off+len) of segment i of o to w (in the kernel for files). */
+fl_err_t fl_blob_w_copy_seg(fl_blob_w_t *w, const fl_obj_t *o, size_t i, int64_t off, int64_t len);
 
 /* Looks up bucket/key and opens its blob file(s), so that a concurrent
  * overwrite or delete does not disturb this read. FL_ERR_NO_BUCKET / FL_ERR_NOT_FOUND. */
