@@ -1447,10 +1447,16 @@ static void op_get_object(s3req_t *r)
                     m = &o->meta;
                 }
             }
-            int64_t off = 0;
-            for (int i = 0; i < part - 1 && o->part_sizes; i++) off += o->part_sizes[i];
+            int64_t off = 0, plen = 0;
+            if (o->part_sizes) {
+                for (int i = 0; i < part - 1; i++) off += o->part_sizes[i];
+                plen = o->part_sizes[part - 1];
+            } else if ((e = fl_store_part_range(r->cfg->store, r->bucket, r->key, r->keylen, part, &off, &plen))) {
+                s3_error_from(r, e == FL_ERR_INVALID ? FL_ERR_IO : e);
+                goto out;
+            }
             start = off;
-            end = off + (o->part_sizes ? o->part_sizes[part - 1] : 0) - 1;
+            end = off + plen - 1;
             ranged = 1;
             fl_http_resp_headerf(r->c, "x-amz-mp-parts-count", "%d", m->parts);
         }

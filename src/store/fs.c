@@ -621,6 +621,13 @@ fail:
     return NULL;
 }
 
+fl_err_t fl_store_part_range(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int part,
+                             int64_t *off, int64_t *len)
+{
+    if (!s->remote) return FL_ERR_INVALID; /* fl_store_get gives part_sizes */
+    return fl_s3s_part_range(s->remote, bucket, key, keylen, part, off, len);
+}
+
 bool fl_store_is_remote(const fl_store_t *s)
 {
     return s && s->remote;

@@ -522,6 +522,40 @@ fl_err_t fl_s3s_get(fl_s3s_t *r, const char *bucket, const char *key, size_t key
     return FL_OK;
 }
 
+fl_err_t fl_s3s_part_range(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, int part,
+                           int64_t *off, int64_t *len)
+{
+    fl_buf_t k, h;
+    char q[32];
+    fl_buf_init(&k, 0);
+    fl_buf_init(&h, 64 * 1024);
+    obj_key(r, bucket, key, keylen, &k);
+    snprintf(q, sizeof q, "partNumber=%d", part);
+    call_t c = { .method = "HEAD", .rkey = k.ptr, .rkeylen = k.len, .query = q, .fd = -1, .resp_headers = &h,
+                 .idempotent = true };
+    fl_httpc_resp_t rs;
+    fl_remote_error_t err;
+    fl_err_t e = run(r, &c, &rs, &err);
+    if (e == FL_ERR_NOT_FOUND || rs.status == 416) e = rs.status == 416 ? FL_ERR_INVALID : not_found(r, bucket, e);
+    if (!e) {
+        char *cr = header_get(&h, "content-range");
+        long long a, b;
+        if (cr && sscanf(cr, "bytes %lld-%lld/", &a, &b) == 2 && b >= a) {
+            *off = a;
+            *len = b - a + 1;
+        } else if (part == 1 && rs.content_length >= 0) {
+            *off = 0;
+            *len = rs.content_length;
+        } else {
+            e = FL_ERR_IO;
+        }
+        free(cr);
+    }
+    fl_buf_free(&k);
+    fl_buf_free(&h);
+    return e;
+}
+
 ssize_t fl_s3s_read(void *rdp, void *buf, size_t n, int64_t off)
 {
     rd_t *d = rdp;

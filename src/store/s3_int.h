@@ -18,6 +18,8 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const
                     fl_obj_meta_t *meta, const fl_put_cond_t *cond);
 fl_err_t fl_s3s_head(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, fl_obj_meta_t *out);
 fl_err_t fl_s3s_get(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, fl_obj_t **out);
+fl_err_t fl_s3s_part_range(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, int part,
+                           int64_t *off, int64_t *len);
 ssize_t fl_s3s_read(void *rd, void *buf, size_t n, int64_t off);
 void fl_s3s_rd_free(void *rd);
 fl_err_t fl_s3s_delete(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,

@@ -134,6 +134,12 @@ fl_err_t fl_blob_w_copy_seg(fl_blob_w_t *w, const fl_obj_t *o, size_t i, int64_t
  * overwrite or delete does not disturb this read. FL_ERR_NO_BUCKET / FL_ERR_NOT_FOUND. */
 fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                       fl_obj_t **out);
+/* Byte range [*off, *off + *len) of part `part` (1-based) of a multipart object
+ * whose fl_obj_t has no part_sizes (a remote store's: asked of the store).
+ * FL_ERR_NOT_FOUND, FL_ERR_INVALID (no such part, or a store that gives part
+ * sizes with fl_store_get). */
+fl_err_t fl_store_part_range(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int part,
+                             int64_t *off, int64_t *len);
 /* Metadata only (no files opened). */
 fl_err_t fl_store_head(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                        fl_obj_meta_t *out);

@@ -98,6 +98,10 @@ def test_objects_live_in_the_backing_store(pair):
     g = s3.get_object(Bucket="bk1", Key="mp")
     assert g["Body"].read() == p1 + p2 and g["ContentType"] == "text/x-mp"
     assert raw.head_object(Bucket="shared", Key="pre/o/bk1/mp")["ETag"] == done["ETag"]
+    gp = s3.get_object(Bucket="bk1", Key="mp", PartNumber=2)
+    assert gp["Body"].read() == p2 and gp["PartsCount"] == 2
+    hp = s3.head_object(Bucket="bk1", Key="mp", PartNumber=1)
+    assert hp["ContentLength"] == len(p1) and hp["ContentRange"] == "bytes 0-%d/%d" % (len(p1) - 1, len(p1) + 4)
 
     with pytest.raises(ClientError) as ei:
         s3.delete_bucket(Bucket="bk1")
