@@ -1700,7 +1700,7 @@ static void op_create_upload(s3req_t *r)
         fl_buf_free(&hdrs);
         return s3_error(r, 400, "MetadataTooLarge", NULL);
     }
-    char id[65];
+    char id[FL_STORE_UPLOAD_ID_MAX + 1];
     fl_err_t e = fl_store_mpu_create(r->cfg->store, r->bucket, r->key, r->keylen, hdrs.ptr ? hdrs.ptr : "", id);
     fl_buf_free(&hdrs);
     if (e) return s3_error_from(r, e);

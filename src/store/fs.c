@@ -1437,7 +1437,7 @@ static fl_err_t upload_check(fl_conn_t *c, const char *bucket, const char *key, 
 }
 
 fl_err_t fl_store_mpu_create(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                             const char *headers, char upload_id_out[65])
+                             const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1])
 {
     if (s->remote) return fl_s3s_mpu_create(s->remote, bucket, key, keylen, headers, upload_id_out);
     fl_conn_t *c;

@@ -674,7 +674,7 @@ static fl_err_t upload_err(fl_err_t e, const fl_remote_error_t *err)
 }
 
 fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
-                           const char *headers, char upload_id_out[65])
+                           const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1])
 {
     fl_buf_t k, enc, body;
     fl_buf_init(&k, 0);
@@ -691,11 +691,11 @@ fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, siz
     if ((e = run(r, &c, &rs, &err))) goto out;
     fl_xml_node_t *root = fl_xml_parse(body.ptr ? body.ptr : "", body.len);
     const char *id = root ? fl_xml_child_text(root, "UploadId") : NULL;
-    if (!id || !*id || strlen(id) > 64) {
-        fl_error("store s3: CreateMultipartUpload: no usable UploadId (at most 64 characters)");
+    if (!id || !*id || strlen(id) > FL_STORE_UPLOAD_ID_MAX) {
+        fl_error("store s3: CreateMultipartUpload: no usable UploadId (at most %d characters)", FL_STORE_UPLOAD_ID_MAX);
         e = FL_ERR_IO;
     } else {
-        snprintf(upload_id_out, 65, "%s", id);
+        snprintf(upload_id_out, FL_STORE_UPLOAD_ID_MAX + 1, "%s", id);
     }
     fl_xml_free(root);
 out:
@@ -882,7 +882,7 @@ fl_err_t fl_s3s_mpu_list(fl_s3s_t *r, const char *bucket, const char *prefix, co
     for (fl_xml_node_t *u = root->child; u; u = u->next) {
         const char *k = strcmp(u->name, "Upload") ? NULL : fl_xml_child_text(u, "Key");
         const char *id = k ? fl_xml_child_text(u, "UploadId") : NULL;
-        if (!k || !id || strlen(k) < head || strlen(id) > 64) continue;
+        if (!k || !id || strlen(k) < head || strlen(id) > FL_STORE_UPLOAD_ID_MAX) continue;
         if (*n == cap) *out = fl_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
         fl_upload_info_t *x = &(*out)[(*n)++];
         memset(x, 0, sizeof *x);

@@ -27,7 +27,7 @@ fl_err_t fl_s3s_delete(fl_s3s_t *r, const char *bucket, const char *key, size_t 
 fl_err_t fl_s3s_list(fl_s3s_t *r, const char *bucket, const char *prefix, const char *delimiter,
                      const char *start_after, int max_keys, fl_list_res_t *out);
 fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
-                           const char *headers, char upload_id_out[65]);
+                           const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1]);
 fl_err_t fl_s3s_mpu_put_part(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
                              const char *upload_id, int number, int fd, int64_t size, char etag_out[48]);
 fl_err_t fl_s3s_mpu_parts(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,

@@ -186,10 +186,14 @@ typedef struct fl_part_info {
     char *headers;        /* opaque (checksums of the part); owned */
 } fl_part_info_t;
 
+/* Upload ids: floe's own are 32 hex; a remote store's are passed through
+ * (AWS S3's run to ~200 characters). */
+#define FL_STORE_UPLOAD_ID_MAX 512
+
 /* Creates an upload for bucket/key with the object's future headers (opaque).
- * upload_id_out gets a fresh id (<= 64 chars). FL_ERR_NO_BUCKET. */
+ * upload_id_out gets a fresh id (<= FL_STORE_UPLOAD_ID_MAX chars). FL_ERR_NO_BUCKET. */
 fl_err_t fl_store_mpu_create(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                             const char *headers, char upload_id_out[65]);
+                             const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1]);
 /* Publishes a part (consumes w; replaces an earlier part with the same number).
  * FL_ERR_NO_UPLOAD if the id does not name an upload of bucket/key. */
 fl_err_t fl_store_mpu_put_part(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
@@ -224,7 +228,7 @@ fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, 
 typedef struct fl_upload_info {
     char *key;
     size_t keylen;
-    char upload_id[65];
+    char upload_id[FL_STORE_UPLOAD_ID_MAX + 1];
     int64_t created_ms;
 } fl_upload_info_t;
 /* In-progress uploads of bucket whose key starts with prefix, ordered by
