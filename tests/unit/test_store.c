@@ -995,3 +995,20 @@ FL_TEST(store_survives_sigkill)
     fl_list_res_free(&lr);
     fl_store_close(s);
 }
+
+/* fl_store_open_s3 refuses what it cannot use, before serving anything: a URL
+ * that is not s3://BUCKET[/PREFIX], an endpoint without a scheme, and a store
+ * that does not answer (a closed port: connection refused). */
+FL_TEST(store_s3_open_refuses)
+{
+    const char *dir = fl_test_tmpdir();
+    fl_store_s3_cfg_t bad[] = {
+        { .url = "http://bucket", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3://", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3:///prefix", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3://bucket", .endpoint = "127.0.0.1:1" },
+        { .url = "s3://bucket/p", .endpoint = "http://127.0.0.1:1", .path_style = true,
+          .akid = "AKID", .secret = "s3cr3t" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(fl_store_open_s3(dir, &bad[i]) == NULL);
+}
