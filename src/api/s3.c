@@ -2093,7 +2093,7 @@ static void route(s3req_t *r)
         return s3_error(r, qhas(r, "uploads") || r->q.n ? 501 : 405,
                         r->q.n ? "NotImplemented" : "MethodNotAllowed", NULL);
     }
-    if (r->keylen > FL_S3_MAX_KEY_BYTES) return s3_error(r, 400, "KeyTooLongError", NULL);
+    if (r->keylen > fl_store_max_key(r->cfg->store, r->bucket)) return s3_error(r, 400, "KeyTooLongError", NULL);
     bool upload = qhas(r, "uploadId");
     bool copy = hhas(r, xname(r, "x-amz-copy-source"));
     if (PUT) {

@@ -335,6 +335,7 @@ static fl_err_t attempt(fl_httpc_t *h, CURL *c, const fl_httpc_req_t *r, fl_http
     if (!have_ct) hl = curl_slist_append(hl, "Content-Type:");
 
     curl_easy_setopt(c, CURLOPT_URL, url.ptr);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* an S3 key "a/../b" is a key, not a path to squash */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->cfg.connect_timeout_ms);

@@ -628,6 +628,11 @@ fl_err_t fl_store_part_range(fl_store_t *s, const char *bucket, const char *key,
     return fl_s3s_part_range(s->remote, bucket, key, keylen, part, off, len);
 }
 
+size_t fl_store_max_key(const fl_store_t *s, const char *bucket)
+{
+    return s && s->remote ? fl_s3s_max_key(s->remote, bucket) : FL_S3_MAX_KEY_BYTES;
+}
+
 bool fl_store_is_remote(const fl_store_t *s)
 {
     return s && s->remote;

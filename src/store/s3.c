@@ -2,8 +2,9 @@
  *
  * Layout in the remote bucket:  PREFIX/b/NAME      empty marker of floe bucket NAME
  *                               PREFIX/o/NAME/KEY  object KEY of floe bucket NAME
- * An object's floe headers (content-type, x-amz-meta-*, checksums: opaque to the
- * store) travel percent-encoded in one user metadata header, x-amz-meta-floe-h.
+ * An object's floe headers (opaque to the rest of the store: content headers,
+ * x-amz-meta-*, x-amz-checksum-*) travel as those headers, which an S3 store
+ * keeps and returns with HEAD (checksums with x-amz-checksum-mode: ENABLED).
  * ETags are the remote store's: an MD5 for a single PUT and MD5-of-MD5s-N for a
  * multipart upload, the same values floe computes itself (stores that encrypt
  * with KMS give other ETags; floe passes them through unchanged).
@@ -37,7 +38,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define META_H "x-amz-meta-floe-h"
 
 struct fl_s3s {
     fl_httpc_t *http;
@@ -75,7 +75,7 @@ typedef struct call {
     const char *method;
     const char *rkey; size_t rkeylen;  /* remote key; NULL = the bucket itself */
     const char *query;
-    fl_http_header_t hdr[4]; size_t nhdr;
+    fl_http_header_t hdr[FL_STORE_MAX_FWD_HEADERS + 4]; size_t nhdr;
     const void *body; size_t body_len; bool has_body;
     int fd; int64_t fd_len;
     fl_buf_t *resp;
@@ -182,22 +182,60 @@ static char *header_get(const fl_buf_t *h, const char *name)
     return NULL;
 }
 
-/* meta from a HEAD/GET answer. */
+/* A key or prefix of a listing asked with encoding-type=url (any byte may be in
+ * a key, XML 1.0 cannot carry them all): decoded, '+' as space (AWS encodes a
+ * space so, and '+' as %2B). malloc'd; NULL if text is NULL or malformed. */
+static char *url_text(const char *text)
+{
+    if (!text) return NULL;
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    char *out = NULL;
+    if (fl_uri_decode(fl_slice_cstr(text), true, &b) == FL_OK) out = fl_buf_steal(&b);
+    fl_buf_free(&b);
+    return out;
+}
+
+/* Whether a line of an object's opaque headers is one the remote store keeps
+ * natively (content headers, x-amz-meta-*, x-amz-checksum-*), so it travels as
+ * that header and comes back with HEAD. */
+static bool kept_header(const char *name, size_t n)
+{
+    static const char *const std[] = {
+        "content-type", "content-encoding", "cache-control", "content-disposition",
+        "content-language", "expires", "x-amz-website-redirect-location", NULL,
+    };
+    if (n > 11 && !strncmp(name, "x-amz-meta-", 11)) return true;
+    if (n > 15 && !strncmp(name, "x-amz-checksum-", 15)) return n != 20 || strncmp(name + 15, "mode", 4);
+    for (int i = 0; std[i]; i++)
+        if (strlen(std[i]) == n && !strncmp(std[i], name, n)) return true;
+    return false;
+}
+
+/* meta from a HEAD/GET answer: the headers the store kept become the opaque
+ * header text again. */
 static void meta_from(const fl_httpc_resp_t *rs, const fl_buf_t *h, fl_obj_meta_t *m)
 {
     memset(m, 0, sizeof *m);
     etag_unquote(rs->etag, m->etag);
     m->parts = etag_parts(m->etag);
     m->size = rs->content_length;
-    m->mtime_ms = rs->last_modified[0] ? fl_time_parse_http(rs->last_modified, strlen(rs->last_modified)) : 0;
-    char *enc = header_get(h, META_H);
-    if (enc) {
-        fl_buf_t dec;
-        fl_buf_init(&dec, 0);
-        if (fl_uri_decode(fl_slice_cstr(enc), false, &dec) == FL_OK && dec.ptr) m->headers = fl_buf_steal(&dec);
-        fl_buf_free(&dec);
-        free(enc);
+    int64_t t = rs->last_modified[0] ? fl_time_parse_http(rs->last_modified, strlen(rs->last_modified)) : -1;
+    m->mtime_ms = t > 0 ? t * 1000 : 0;
+    fl_buf_t out;
+    fl_buf_init(&out, 0);
+    for (const char *p = h->ptr; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t ll = e ? (size_t)(e - p) : strlen(p);
+        const char *colon = memchr(p, ':', ll);
+        if (colon && kept_header(p, (size_t)(colon - p))) {
+            fl_buf_add(&out, p, ll);
+            fl_buf_addc(&out, '\n');
+        }
+        p = e ? e + 1 : p + ll;
     }
+    m->headers = out.ptr ? fl_buf_steal(&out) : NULL;
+    fl_buf_free(&out);
 }
 
 /* Whether floe bucket name exists: FL_OK, FL_ERR_NO_BUCKET, or an error. */
@@ -211,7 +249,10 @@ static fl_err_t bucket_check(fl_s3s_t *r, const char *name, int64_t *created)
     fl_remote_error_t err;
     fl_err_t e = run(r, &c, &rs, &err);
     if (e == FL_ERR_NOT_FOUND) e = FL_ERR_NO_BUCKET;
-    if (!e && created) *created = fl_time_parse_http(rs.last_modified, strlen(rs.last_modified));
+    if (!e && created) {
+        int64_t t = fl_time_parse_http(rs.last_modified, strlen(rs.last_modified));
+        *created = t > 0 ? t * 1000 : 0;
+    }
     fl_buf_free(&k);
     return e;
 }
@@ -284,6 +325,12 @@ fl_s3s_t *fl_s3s_open(const fl_store_s3_cfg_t *cfg)
     fl_info("store: objects in s3://%s/%s at %s%s", r->bucket, r->prefix, r->endpoint,
             r->path_style ? " (path-style)" : "");
     return r;
+}
+
+size_t fl_s3s_max_key(const fl_s3s_t *r, const char *bucket)
+{
+    size_t used = strlen(r->prefix) + 3 + strlen(bucket ? bucket : "");
+    return used < FL_S3_MAX_KEY_BYTES ? FL_S3_MAX_KEY_BYTES - used : 0;
 }
 
 /* ---- buckets ---- */
@@ -375,7 +422,7 @@ static fl_err_t list_page(fl_s3s_t *r, const char *prefix, const char *delim, co
         fl_uri_encode(fl_slice_cstr(delim), false, &q);
         fl_buf_addc(&q, '&');
     }
-    fl_buf_printf(&q, "list-type=2&max-keys=%d&prefix=", max);
+    fl_buf_printf(&q, "encoding-type=url&list-type=2&max-keys=%d&prefix=", max);
     fl_uri_encode(fl_slice_cstr(prefix), false, &q);
     if (start_after && *start_after) {
         fl_buf_adds(&q, "&start-after=");
@@ -404,12 +451,13 @@ fl_err_t fl_s3s_bucket_list(fl_s3s_t *r, fl_bucket_info_t **out, size_t *n)
         fl_xml_node_t *root = NULL;
         if ((e = list_page(r, pre.ptr, NULL, NULL, token, 1000, &root))) break;
         for (fl_xml_node_t *c = root->child; c; c = c->next) {
-            const char *k = strcmp(c->name, "Contents") ? NULL : fl_xml_child_text(c, "Key");
-            if (!k || strlen(k) <= pre.len || strlen(k + pre.len) >= sizeof v->name) continue;
+            char *k = strcmp(c->name, "Contents") ? NULL : url_text(fl_xml_child_text(c, "Key"));
+            if (!k || strlen(k) <= pre.len || strlen(k + pre.len) >= sizeof v->name) { free(k); continue; }
             if (cnt == cap) v = fl_realloc(v, (cap = cap ? cap * 2 : 16) * sizeof *v);
             memset(&v[cnt], 0, sizeof *v);
             snprintf(v[cnt].name, sizeof v->name, "%s", k + pre.len);
             v[cnt++].created_ms = parse_iso_ms(fl_xml_child_text(c, "LastModified"));
+            free(k);
         }
         const char *tr = fl_xml_child_text(root, "IsTruncated"), *nx = fl_xml_child_text(root, "NextContinuationToken");
         if (tr && !strcmp(tr, "true") && nx && strlen(nx) < sizeof token) snprintf(token, sizeof token, "%s", nx);
@@ -425,23 +473,36 @@ fl_err_t fl_s3s_bucket_list(fl_s3s_t *r, fl_bucket_info_t **out, size_t *n)
 
 /* ---- objects ---- */
 
-/* Adds the x-amz-meta-floe-h header (value kept in enc) when headers are given. */
-static fl_err_t meta_hdr(call_t *c, const char *headers, fl_buf_t *enc)
+/* Adds an object's opaque headers ("name: value" lines) to c as the headers
+ * the store keeps natively; others are dropped. A composite (multipart)
+ * checksum is not one the store could verify on a single PUT: dropped too. */
+static fl_err_t meta_hdr(call_t *c, const char *headers)
 {
-    if (!headers || !*headers) return FL_OK;
-    fl_uri_encode(fl_slice_cstr(headers), false, enc);
-    if (enc->len > FL_S3_MAX_META_BYTES) return FL_ERR_TOO_LARGE;
-    hdr(c, META_H, enc->ptr);
+    for (const char *p = headers; p && *p;) {
+        const char *e = strchr(p, '\n');
+        size_t ll = e ? (size_t)(e - p) : strlen(p);
+        const char *colon = memchr(p, ':', ll);
+        if (colon && kept_header(p, (size_t)(colon - p))) {
+            const char *v = colon + 1;
+            while (v < p + ll && *v == ' ') v++;
+            size_t vl = (size_t)(p + ll - v);
+            bool composite = !strncmp(p, "x-amz-checksum-", 15) && memchr(v, '-', vl);
+            if (!composite) {
+                if (c->nhdr >= FL_STORE_MAX_FWD_HEADERS) return FL_ERR_TOO_LARGE;
+                c->hdr[c->nhdr++] = (fl_http_header_t){ p, (size_t)(colon - p), v, vl };
+            }
+        }
+        p = e ? e + 1 : p + ll;
+    }
     return FL_OK;
 }
 
 fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const char *key, size_t keylen,
                     fl_obj_meta_t *meta, const fl_put_cond_t *cond)
 {
-    fl_buf_t k, enc;
+    fl_buf_t k;
     char im[64];
     fl_buf_init(&k, 0);
-    fl_buf_init(&enc, 0);
     fl_err_t e = bucket_check(r, bucket, NULL);
     if (e) goto out;
     obj_key(r, bucket, key, keylen, &k);
@@ -453,7 +514,7 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const
         else snprintf(im, sizeof im, "\"%.48s\"", cond->if_match);
         hdr(&c, "if-match", im);
     }
-    if ((e = meta_hdr(&c, meta->headers, &enc))) goto out;
+    if ((e = meta_hdr(&c, meta->headers))) goto out;
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     e = run(r, &c, &rs, &err);
@@ -470,7 +531,6 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const
     }
 out:
     fl_buf_free(&k);
-    fl_buf_free(&enc);
     return e;
 }
 
@@ -482,6 +542,7 @@ fl_err_t fl_s3s_head(fl_s3s_t *r, const char *bucket, const char *key, size_t ke
     obj_key(r, bucket, key, keylen, &k);
     call_t c = { .method = "HEAD", .rkey = k.ptr, .rkeylen = k.len, .fd = -1, .resp_headers = &h,
                  .idempotent = true };
+    hdr(&c, "x-amz-checksum-mode", "ENABLED");
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     fl_err_t e = run(r, &c, &rs, &err);
@@ -631,8 +692,8 @@ fl_err_t fl_s3s_list(fl_s3s_t *r, const char *bucket, const char *prefix, const 
     const char *last = NULL;
     for (fl_xml_node_t *c = root->child; c; c = c->next) {
         bool ent = !strcmp(c->name, "Contents"), cpx = !strcmp(c->name, "CommonPrefixes");
-        const char *k = ent ? fl_xml_child_text(c, "Key") : cpx ? fl_xml_child_text(c, "Prefix") : NULL;
-        if (!k || strlen(k) < head) continue;
+        char *k = url_text(ent ? fl_xml_child_text(c, "Key") : cpx ? fl_xml_child_text(c, "Prefix") : NULL);
+        if (!k || strlen(k) < head) { free(k); continue; }
         if (ent) {
             if (out->nents == ce) out->ents = fl_realloc(out->ents, (ce = ce ? ce * 2 : 64) * sizeof *out->ents);
             fl_list_ent_t *x = &out->ents[out->nents++];
@@ -650,6 +711,7 @@ fl_err_t fl_s3s_list(fl_s3s_t *r, const char *bucket, const char *prefix, const 
             const char *p = out->prefixes[out->nprefixes++];
             if (!last || strcmp(p, last) > 0) last = p;
         }
+        free(k);
     }
     const char *tr = fl_xml_child_text(root, "IsTruncated");
     out->truncated = tr && !strcmp(tr, "true") && last;
@@ -676,16 +738,15 @@ static fl_err_t upload_err(fl_err_t e, const fl_remote_error_t *err)
 fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
                            const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1])
 {
-    fl_buf_t k, enc, body;
+    fl_buf_t k, body;
     fl_buf_init(&k, 0);
-    fl_buf_init(&enc, 0);
     fl_buf_init(&body, FL_S3_MAX_XML_BODY);
     fl_err_t e = bucket_check(r, bucket, NULL);
     if (e) goto out;
     obj_key(r, bucket, key, keylen, &k);
     call_t c = { .method = "POST", .rkey = k.ptr, .rkeylen = k.len, .query = "uploads=", .has_body = true,
                  .fd = -1, .resp = &body };
-    if ((e = meta_hdr(&c, headers, &enc))) goto out;
+    if ((e = meta_hdr(&c, headers))) goto out;
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     if ((e = run(r, &c, &rs, &err))) goto out;
@@ -700,7 +761,6 @@ fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, siz
     fl_xml_free(root);
 out:
     fl_buf_free(&k);
-    fl_buf_free(&enc);
     fl_buf_free(&body);
     return e;
 }
@@ -864,7 +924,7 @@ fl_err_t fl_s3s_mpu_list(fl_s3s_t *r, const char *bucket, const char *prefix, co
         fl_buf_free(&km);
         fl_buf_addc(&q, '&');
     }
-    fl_buf_printf(&q, "max-uploads=%d&prefix=", max);
+    fl_buf_printf(&q, "encoding-type=url&max-uploads=%d&prefix=", max);
     fl_buf_adds(&pre, prefix ? prefix : "");
     fl_uri_encode(fl_slice_cstr(pre.ptr), false, &q);
     if (upload_id_marker && *upload_id_marker) {
@@ -880,9 +940,9 @@ fl_err_t fl_s3s_mpu_list(fl_s3s_t *r, const char *bucket, const char *prefix, co
     if (!root) { e = FL_ERR_IO; goto out; }
     size_t cap = 0;
     for (fl_xml_node_t *u = root->child; u; u = u->next) {
-        const char *k = strcmp(u->name, "Upload") ? NULL : fl_xml_child_text(u, "Key");
+        char *k = strcmp(u->name, "Upload") ? NULL : url_text(fl_xml_child_text(u, "Key"));
         const char *id = k ? fl_xml_child_text(u, "UploadId") : NULL;
-        if (!k || !id || strlen(k) < head || strlen(id) > FL_STORE_UPLOAD_ID_MAX) continue;
+        if (!k || !id || strlen(k) < head || strlen(id) > FL_STORE_UPLOAD_ID_MAX) { free(k); continue; }
         if (*n == cap) *out = fl_realloc(*out, (cap = cap ? cap * 2 : 16) * sizeof **out);
         fl_upload_info_t *x = &(*out)[(*n)++];
         memset(x, 0, sizeof *x);
@@ -890,6 +950,7 @@ fl_err_t fl_s3s_mpu_list(fl_s3s_t *r, const char *bucket, const char *prefix, co
         x->keylen = strlen(x->key);
         snprintf(x->upload_id, sizeof x->upload_id, "%s", id);
         x->created_ms = parse_iso_ms(fl_xml_child_text(u, "Initiated"));
+        free(k);
     }
     const char *tr = fl_xml_child_text(root, "IsTruncated");
     *truncated = tr && !strcmp(tr, "true");

@@ -9,6 +9,7 @@ typedef struct fl_s3s fl_s3s_t;
 
 fl_s3s_t *fl_s3s_open(const fl_store_s3_cfg_t *cfg);
 void fl_s3s_close(fl_s3s_t *r);
+size_t fl_s3s_max_key(const fl_s3s_t *r, const char *bucket);
 fl_err_t fl_s3s_bucket_create(fl_s3s_t *r, const char *name);
 fl_err_t fl_s3s_bucket_delete(fl_s3s_t *r, const char *name);
 fl_err_t fl_s3s_bucket_head(fl_s3s_t *r, const char *name, fl_bucket_info_t *out);

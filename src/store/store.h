@@ -39,6 +39,9 @@ fl_store_t *fl_store_open(const char *dir);
  * object's ETag with If-Match). Returns NULL and logs on failure (bad URL, remote
  * bucket unreachable). */
 fl_store_t *fl_store_open_s3(const char *dir, const fl_store_s3_cfg_t *cfg);
+/* The longest key bucket may hold: FL_S3_MAX_KEY_BYTES, less what a remote
+ * store's own key spends on PREFIX/o/BUCKET/ (its limit is S3's too). */
+size_t fl_store_max_key(const fl_store_t *s, const char *bucket);
 /* Whether s keeps its objects in a remote store (no local blob files). */
 bool fl_store_is_remote(const fl_store_t *s);
 /* Closes the store; no other call on s may be running or follow. */

@@ -5,6 +5,7 @@ GetObject (whole, ranged, larger than one 4 MiB read), HeadObject metadata,
 conditional writes, listings with delimiters and start-after, CopyObject and a
 multipart upload passed through (the ETag is the backing store's MD5-of-MD5s);
 the objects really are in the backing bucket under the prefix."""
+import base64
 import hashlib
 import os
 
@@ -110,5 +111,25 @@ def test_objects_live_in_the_backing_store(pair):
         s3.delete_object(Bucket="bk1", Key=k)
     s3.delete_bucket(Bucket="bk1")
     assert "bk1" not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    # keys are keys, not paths; any byte lists back; times and metadata as on disk
+    s3.create_bucket(Bucket="bk2")
+    odd = ["../x", "a/./b/../c", "ctrl\x01char", "sp ace+plus"]
+    for k in odd:
+        s3.put_object(Bucket="bk2", Key=k, Body=k.encode())
+        assert s3.get_object(Bucket="bk2", Key=k)["Body"].read() == k.encode()
+    assert sorted(o["Key"] for o in s3.list_objects_v2(Bucket="bk2")["Contents"]) == sorted(odd)
+    head = s3.head_object(Bucket="bk2", Key="../x")["LastModified"]
+    listed = [o for o in s3.list_objects_v2(Bucket="bk2")["Contents"] if o["Key"] == "../x"][0]
+    assert head == listed["LastModified"].replace(microsecond=0)
+    big = {"m%02d" % i: "v" * 60 for i in range(30)}  # ~1.9 KiB of user metadata
+    s3.put_object(Bucket="bk2", Key="meta", Body=b"m", Metadata=big, ChecksumAlgorithm="SHA256")
+    h = s3.head_object(Bucket="bk2", Key="meta", ChecksumMode="ENABLED")
+    assert h["Metadata"] == big and h["ChecksumSHA256"] == base64.b64encode(hashlib.sha256(b"m").digest()).decode()
+    # the remote key spends PREFIX/o/BUCKET/ of S3's 1024 bytes
+    with pytest.raises(ClientError) as ei:
+        s3.put_object(Bucket="bk2", Key="k" * 1020, Body=b"")
+    assert ei.value.response["Error"]["Code"] == "KeyTooLongError"
+    s3.put_object(Bucket="bk2", Key="k" * (1024 - len("pre/o/bk2/")), Body=b"")
+
     # the secret never reaches the log
     assert SECRET_KEY not in front.log_text()
