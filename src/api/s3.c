@@ -1438,11 +1438,10 @@ static void op_get_object(s3req_t *r)
         } else {
             if (part > m->parts) { s3_error(r, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable"); goto out; }
             /* part sizes are known only with the segments (GET) */
-            if (!o->part_sizes) {
+            if (!o->part_sizes && r->head && !fl_store_is_remote(r->cfg->store)) {
                 fl_obj_t *full = NULL;
                 if (fl_store_get(r->cfg->store, r->bucket, r->key, r->keylen, &full) == FL_OK) {
-                    fl_obj_meta_free(&o->meta);
-                    free(o);
+                    fl_obj_close(o);
                     o = full;
                     m = &o->meta;
                 }

@@ -11,6 +11,7 @@ args_for(key)   the --object-store flags for data dir key (starts the backing st
 import atexit
 import hashlib
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -43,7 +44,11 @@ def _backing(floe_bin, akid, secret, region):
                              "127.0.0.1:%d" % port, "--catalog-listen", "127.0.0.1:%d" % _free_port(),
                              "--region", region, "--maintenance-interval", "0", "--access-log", "false"],
                             stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env)
-    atexit.register(lambda: (proc.terminate(), proc.wait(15)))
+    def stop():
+        proc.terminate()
+        proc.wait(15)
+        shutil.rmtree(d, ignore_errors=True)
+    atexit.register(stop)
     endpoint = "http://127.0.0.1:%d" % port
     end = time.time() + 20
     while True:
