@@ -12,7 +12,7 @@ from conftest import make_client, ACCESS_KEY, SECRET_KEY
 def port():
     s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
 def start(extra):
-    d = tempfile.mkdtemp(prefix="pgbench-"); sp = port()
+    d = tempfile.mkdtemp(prefix="floe-bench-os-"); sp = port(); DIRS.append(d)
     env = dict(os.environ, FLOE_ROOT_ACCESS_KEY_ID=ACCESS_KEY, FLOE_ROOT_SECRET_ACCESS_KEY=SECRET_KEY,
                FLOE_OBJECT_STORE_SECRET_ACCESS_KEY=SECRET_KEY)
     p = subprocess.Popen([os.environ.get("FLOE_BIN", "build/floe"), "serve", "--data-dir", d, "--s3-listen", "127.0.0.1:%d" % sp,
@@ -43,3 +43,5 @@ for name, ep in (("direct", bep), ("through floe", fep)):
     print("%-13s PUT 4x64MiB %.0f MiB/s  GET %.0f MiB/s  small PUT %.1f ms  small GET %.1f ms" % (
         name, 256 / tp, 256 / tg, ts / 200 * 1000, tgs / 200 * 1000))
 f.terminate(); b.terminate(); f.wait(); b.wait()
+for d in DIRS:
+    shutil.rmtree(d, ignore_errors=True)
