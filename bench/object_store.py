@@ -7,6 +7,8 @@ object (MiB/s), then 200 PUTs and 200 GETs of 1 KB (ms each), one client.
 Both processes share the machine's cores, so the front's cost shows as the
 difference. Usage: .venv/bin/python bench/object_store.py   (FLOE_BIN: build/floe)
 """
+import os, shutil, sys, time, subprocess, tempfile, socket, urllib.request
+DIRS = []
 sys.path.insert(0, "tests/integration")
 from conftest import make_client, ACCESS_KEY, SECRET_KEY
 def port():
