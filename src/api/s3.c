@@ -1388,6 +1388,23 @@ static int read_conditions(s3req_t *r, const fl_obj_meta_t *m)
     return status;
 }
 
+/* Sends [off, off+n) of segment i of a remote object (no file to sendfile):
+ * ranged reads of FL_STORE_READ_CHUNK bytes, each written before the next. */
+static bool stream_seg(s3req_t *r, const fl_obj_t *o, size_t i, int64_t off, int64_t n)
+{
+    size_t cap = (size_t)(n < FL_STORE_READ_CHUNK ? n : FL_STORE_READ_CHUNK);
+    char *buf = fl_malloc(cap ? cap : 1);
+    bool ok = true;
+    while (n > 0 && ok) {
+        ssize_t k = fl_obj_seg_read(o, i, buf, (size_t)(n < (int64_t)cap ? n : (int64_t)cap), off);
+        ok = k > 0 && fl_http_resp_write(r->c, buf, (size_t)k) == FL_OK;
+        off += k;
+        n -= k;
+    }
+    free(buf);
+    return ok;
+}
+
 static void op_get_object(s3req_t *r)
 {
     fl_http_set_op(r->c, r->head ? "HeadObject" : "GetObject");
@@ -1421,19 +1438,24 @@ static void op_get_object(s3req_t *r)
         } else {
             if (part > m->parts) { s3_error(r, 416, "InvalidPartNumber", "The requested partnumber is not satisfiable"); goto out; }
             /* part sizes are known only with the segments (GET) */
-            if (!o->part_sizes) {
+            if (!o->part_sizes && r->head && !fl_store_is_remote(r->cfg->store)) {
                 fl_obj_t *full = NULL;
                 if (fl_store_get(r->cfg->store, r->bucket, r->key, r->keylen, &full) == FL_OK) {
-                    fl_obj_meta_free(&o->meta);
-                    free(o);
+                    fl_obj_close(o);
                     o = full;
                     m = &o->meta;
                 }
             }
-            int64_t off = 0;
-            for (int i = 0; i < part - 1 && o->part_sizes; i++) off += o->part_sizes[i];
+            int64_t off = 0, plen = 0;
+            if (o->part_sizes) {
+                for (int i = 0; i < part - 1; i++) off += o->part_sizes[i];
+                plen = o->part_sizes[part - 1];
+            } else if ((e = fl_store_part_range(r->cfg->store, r->bucket, r->key, r->keylen, part, &off, &plen))) {
+                s3_error_from(r, e == FL_ERR_INVALID ? FL_ERR_IO : e);
+                goto out;
+            }
             start = off;
-            end = off + (o->part_sizes ? o->part_sizes[part - 1] : 0) - 1;
+            end = off + plen - 1;
             ranged = 1;
             fl_http_resp_headerf(r->c, "x-amz-mp-parts-count", "%d", m->parts);
         }
@@ -1478,7 +1500,8 @@ static void op_get_object(s3req_t *r)
         if (want < pos + seg) {
             int64_t off = want - pos;
             int64_t n = seg - off < left ? seg - off : left;
-            if (fl_http_resp_sendfile(r->c, o->segs[i].fd, off, n) != FL_OK) {
+            if (o->segs[i].fd >= 0 ? fl_http_resp_sendfile(r->c, o->segs[i].fd, off, n) != FL_OK
+                                   : !stream_seg(r, o, i, off, n)) {
                 fl_http_close_after(r->c);
                 goto out;
             }
@@ -1567,12 +1590,12 @@ static fl_err_t copy_range(fl_blob_w_t *w, const fl_obj_t *o, int64_t start, int
         if (start < pos + seg) {
             int64_t off = start - pos, n = seg - off < len ? seg - off : len;
             if (!md5) {
-                e = fl_blob_w_copy_fd(w, o->segs[i].fd, off, n);
+                e = fl_blob_w_copy_seg(w, o, i, off, n);
             } else {
                 int64_t done = 0;
                 while (done < n && !e) {
                     size_t want = (size_t)(n - done < IO_BUF ? n - done : IO_BUF);
-                    ssize_t got = pread(o->segs[i].fd, buf, want, off + done);
+                    ssize_t got = fl_obj_seg_read(o, i, buf, want, off + done);
                     if (got <= 0) { e = FL_ERR_IO; break; }
                     fl_cksum_update(md5, buf, (size_t)got);
                     if (crc64) *crc64 = fl_crc64ecma(*crc64, buf, (size_t)got);
@@ -1678,7 +1701,7 @@ static void op_create_upload(s3req_t *r)
         fl_buf_free(&hdrs);
         return s3_error(r, 400, "MetadataTooLarge", NULL);
     }
-    char id[65];
+    char id[FL_STORE_UPLOAD_ID_MAX + 1];
     fl_err_t e = fl_store_mpu_create(r->cfg->store, r->bucket, r->key, r->keylen, hdrs.ptr ? hdrs.ptr : "", id);
     fl_buf_free(&hdrs);
     if (e) return s3_error_from(r, e);
@@ -2073,7 +2096,7 @@ static void route(s3req_t *r)
         return s3_error(r, qhas(r, "uploads") || r->q.n ? 501 : 405,
                         r->q.n ? "NotImplemented" : "MethodNotAllowed", NULL);
     }
-    if (r->keylen > FL_S3_MAX_KEY_BYTES) return s3_error(r, 400, "KeyTooLongError", NULL);
+    if (r->keylen > fl_store_max_key(r->cfg->store, r->bucket)) return s3_error(r, 400, "KeyTooLongError", NULL);
     bool upload = qhas(r, "uploadId");
     bool copy = hhas(r, xname(r, "x-amz-copy-source"));
     if (PUT) {

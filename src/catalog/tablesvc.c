@@ -148,7 +148,7 @@ fl_err_t fl_tablesvc_read_metadata(fl_tablesvc_t *s, const char *location, json_
     for (size_t i = 0; i < o->nsegs && !e; i++) {
         int64_t done = 0;
         while (done < o->segs[i].len) {
-            ssize_t k = pread(o->segs[i].fd, buf + pos, (size_t)(o->segs[i].len - done), done);
+            ssize_t k = fl_obj_seg_read(o, i, buf + pos, (size_t)(o->segs[i].len - done), done);
             if (k <= 0) {
                 e = FL_ERR_IO;
                 break;

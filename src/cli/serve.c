@@ -31,7 +31,8 @@
 enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE, OPT_ACCESS_LOG,
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
        OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT_S3_DOMAIN,
-       OPT_LOCATION_SCHEME, OPT_CATALOG_DB, OPT_DRAIN, OPT__COUNT };
+       OPT_LOCATION_SCHEME, OPT_CATALOG_DB, OPT_DRAIN, OPT_OBJ_STORE, OPT_OBJ_ENDPOINT, OPT_OBJ_REGION,
+       OPT_OBJ_AKID, OPT_OBJ_SECRET, OPT_OBJ_TOKEN, OPT_OBJ_PATH_STYLE, OPT__COUNT };
 
 /* http://HOST:PORT for a listen address and the port it got (a wildcard host
  * is shown as 127.0.0.1; port 0 in the address is the bound port). */
@@ -68,6 +69,13 @@ static const struct {
     [OPT_S3_DOMAIN] = { "s3-domain", "FLOE_S3_DOMAIN", "", "virtual-hosted buckets on the data plane: Host {bucket}.DOMAIN names the bucket (the path is the key); the catalog hands out oss.endpoint http://DOMAIN:PORT", false },
     [OPT_LOCATION_SCHEME] = { "location-scheme", "FLOE_LOCATION_SCHEME", "s3", "scheme of new tables' locations: 's3' (s3://) or 'oss' (oss://, as OSS Tables; both are read)", false },
     [OPT_CATALOG_DB] = { "catalog-db", "FLOE_CATALOG_DB", "", "catalog store: postgresql://USER:PASSWORD@HOST:PORT/DB, shared by several nodes (default: DATA-DIR/catalog.db, SQLite)", false },
+    [OPT_OBJ_STORE] = { "object-store", "FLOE_OBJECT_STORE", "", "keep objects in an S3-compatible store, s3://BUCKET[/PREFIX], shared by several nodes (default: DATA-DIR/objects on local disk)", false },
+    [OPT_OBJ_ENDPOINT] = { "object-store-endpoint", "FLOE_OBJECT_STORE_ENDPOINT", "", "the object store's URL, http(s)://HOST[:PORT] (default: AWS S3 in --object-store-region)", false },
+    [OPT_OBJ_REGION] = { "object-store-region", "FLOE_OBJECT_STORE_REGION", "us-east-1", "the object store's SigV4 region", false },
+    [OPT_OBJ_AKID] = { "object-store-access-key-id", "FLOE_OBJECT_STORE_ACCESS_KEY_ID", "", "access key id for the object store (empty: unsigned requests)", false },
+    [OPT_OBJ_SECRET] = { "object-store-secret-access-key", "FLOE_OBJECT_STORE_SECRET_ACCESS_KEY", "", "secret for the object store (prefer the environment variable)", false },
+    [OPT_OBJ_TOKEN] = { "object-store-session-token", "FLOE_OBJECT_STORE_SESSION_TOKEN", "", "session token for the object store's temporary credentials", false },
+    [OPT_OBJ_PATH_STYLE] = { "object-store-path-style", "FLOE_OBJECT_STORE_PATH_STYLE", "false", "address the object store's bucket in the path (MinIO, Ceph, SeaweedFS, floe) instead of the host name", true },
     [OPT_DRAIN] = { "drain-seconds", "FLOE_DRAIN_SECONDS", "0", "on SIGTERM, keep serving this long while /health answers 503 (a load balancer stops sending), then stop", false },
 };
 
@@ -281,7 +289,16 @@ int fl_cmd_serve(int argc, char **argv)
         fl_error("cannot create %s: %s", objdir, strerror(errno));
         goto out;
     }
-    store = fl_store_open(objdir);
+    if (vals[OPT_OBJ_STORE][0]) {
+        fl_store_s3_cfg_t oc = {
+            .url = vals[OPT_OBJ_STORE], .endpoint = vals[OPT_OBJ_ENDPOINT][0] ? vals[OPT_OBJ_ENDPOINT] : NULL,
+            .region = vals[OPT_OBJ_REGION], .akid = vals[OPT_OBJ_AKID], .secret = vals[OPT_OBJ_SECRET],
+            .session_token = vals[OPT_OBJ_TOKEN], .path_style = truthy(vals[OPT_OBJ_PATH_STYLE]),
+        };
+        store = fl_store_open_s3(objdir, &oc);
+    } else {
+        store = fl_store_open(objdir);
+    }
     if (!store) goto out;
 
     char catpath[4200], public_s3[512];

@@ -159,8 +159,7 @@ static fl_err_t ops_get(void *ctx, const char *uri, fl_buf_t *out)
     for (size_t i = 0; !e && i < o->nsegs; i++) {
         int64_t got = 0;
         while (got < o->segs[i].len) {
-            ssize_t r = pread(o->segs[i].fd, out->ptr + out->len, (size_t)(o->segs[i].len - got), (off_t)got);
-            if (r < 0 && errno == EINTR) continue;
+            ssize_t r = fl_obj_seg_read(o, i, out->ptr + out->len, (size_t)(o->segs[i].len - got), got);
             if (r <= 0) {
                 e = FL_ERR_IO;
                 break;
@@ -190,7 +189,7 @@ static fl_err_t ops_copy(void *ctx, const char *src, const char *dst)
     fl_blob_w_t *w = NULL;
     if (!e && (e = fl_store_get(store, c->warehouse, skey, strlen(skey), &o)) == FL_ERR_NO_BUCKET) e = FL_ERR_NOT_FOUND;
     if (!e) e = fl_blob_w_open(store, &w);
-    for (size_t i = 0; !e && i < o->nsegs; i++) e = fl_blob_w_copy_fd(w, o->segs[i].fd, 0, o->segs[i].len);
+    for (size_t i = 0; !e && i < o->nsegs; i++) e = fl_blob_w_copy_seg(w, o, i, 0, o->segs[i].len);
     if (!e) {
         fl_obj_meta_t meta = { .size = fl_blob_w_size(w), .headers = o->meta.headers };
         memcpy(meta.etag, o->meta.etag, sizeof meta.etag);

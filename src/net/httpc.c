@@ -216,6 +216,7 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     if (!colon) {
         if (len > 5 && !memcmp(p, "HTTP/", 5)) { /* a new response (after 100 or a retry) */
             x->resp->etag[0] = x->resp->last_modified[0] = x->errtype[0] = 0;
+            if (x->r->resp_headers) fl_buf_reset(x->r->resp_headers);
         }
         return len;
     }
@@ -224,6 +225,10 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
     size_t vl = len - nl - 1;
     while (vl && (*v == ' ' || *v == '\t')) v++, vl--;
     while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ')) vl--;
+    if (x->r->resp_headers) {
+        for (size_t i = 0; i < nl; i++) fl_buf_addc(x->r->resp_headers, (char)tolower((unsigned char)p[i]));
+        fl_buf_printf(x->r->resp_headers, ": %.*s\n", (int)vl, v);
+    }
     if (nl == 4 && !strncasecmp(p, "etag", 4))
         snprintf(x->resp->etag, sizeof x->resp->etag, "%.*s", (int)vl, v);
     else if (nl == 13 && !strncasecmp(p, "last-modified", 13))
@@ -330,6 +335,7 @@ static fl_err_t attempt(fl_httpc_t *h, CURL *c, const fl_httpc_req_t *r, fl_http
     if (!have_ct) hl = curl_slist_append(hl, "Content-Type:");
 
     curl_easy_setopt(c, CURLOPT_URL, url.ptr);
+    curl_easy_setopt(c, CURLOPT_PATH_AS_IS, 1L); /* an S3 key "a/../b" is a key, not a path to squash */
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, h->cfg.connect_timeout_ms);

@@ -63,6 +63,8 @@ typedef struct fl_httpc_req {
     fl_buf_t *resp;                 /* 2xx body goes here (its cap bounds it); NULL = dropped */
     void *dst;                      /* or: 2xx body into dst[dst_cap] (resp must be NULL) */
     size_t dst_cap;
+    fl_buf_t *resp_headers;         /* optional: the final response's headers, "name: value\n" lines
+                                       with names lower-cased (the store backend's user metadata) */
 } fl_httpc_req_t;
 
 typedef struct fl_httpc_resp {

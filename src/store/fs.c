@@ -57,6 +57,7 @@
  * ENOENT, the lookup is retried and sees the new row. An open fd stays
  * readable after the unlink. */
 #include "store/store.h"
+#include "store/s3_int.h"
 #include "base/buf.h"
 #include "base/limits.h"
 #include "base/log.h"
@@ -72,6 +73,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -155,6 +157,7 @@ typedef fl_sqlite_conn_t fl_conn_t;
 
 struct fl_store {
     char *dir;
+    fl_s3s_t *remote;          /* set: objects live in a remote store (s3.c); dir only spools */
     int lockfd;
     fl_sqlite_t *db;           /* index.db: connections, transactions, migrations */
     /* Group commit of PutObject's index updates (see the top of the file). */
@@ -314,6 +317,7 @@ static bool reserve_release(fl_store_t *s)
 
 void fl_store_make_room(fl_store_t *s)
 {
+    if (s->remote) return;
     struct statvfs v;
     if (statvfs(s->dir, &v) == 0 && (uint64_t)v.f_bavail * v.f_frsize < FL_STORE_RESERVE_BYTES)
         reserve_release(s);
@@ -343,6 +347,7 @@ static void unlink_blob(fl_store_t *s, const char *id)
 
 void fl_store_drain(fl_store_t *s)
 {
+    if (s->remote) return;
     pthread_mutex_lock(&s->reap_mu);
     while (s->reaper_on && (s->reap_head || s->reaping)) pthread_cond_wait(&s->reap_cv, &s->reap_mu);
     pthread_mutex_unlock(&s->reap_mu);
@@ -585,9 +590,93 @@ fail:
     return NULL;
 }
 
+fl_store_t *fl_store_open_s3(const char *dir, const fl_store_s3_cfg_t *cfg)
+{
+    fl_store_t *s = fl_calloc(1, sizeof *s);
+    char path[PATH_MAX];
+    s->dir = fl_strdup(dir);
+    s->lockfd = -1;
+    pthread_mutex_init(&s->gc_mu, NULL);
+    pthread_cond_init(&s->gc_cv, NULL);
+    s->gc_tail = &s->gc_head;
+    pthread_mutex_init(&s->reap_mu, NULL);
+    pthread_cond_init(&s->reap_cv, NULL);
+    pthread_mutex_init(&s->reserve_mu, NULL);
+    if (mkdir_p1(dir)) goto fail;
+    snprintf(path, sizeof path, "%s/blobs", dir);
+    if (mkdir_p1(path)) goto fail;
+    snprintf(path, sizeof path, "%s/blobs/tmp", dir);
+    if (mkdir_p1(path)) goto fail;
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    s->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->lockfd < 0 || flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        fl_error("store: %s is in use by another process (or unlockable): %s", dir, strerror(errno));
+        goto fail;
+    }
+    remove_tmp(s);
+    if (!(s->remote = fl_s3s_open(cfg))) goto fail;
+    return s;
+fail:
+    fl_store_close(s);
+    return NULL;
+}
+
+fl_err_t fl_store_part_range(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int part,
+                             int64_t *off, int64_t *len)
+{
+    if (!s->remote) return FL_ERR_INVALID; /* fl_store_get gives part_sizes */
+    return fl_s3s_part_range(s->remote, bucket, key, keylen, part, off, len);
+}
+
+size_t fl_store_max_key(const fl_store_t *s, const char *bucket)
+{
+    return s && s->remote ? fl_s3s_max_key(s->remote, bucket) : FL_S3_MAX_KEY_BYTES;
+}
+
+bool fl_store_is_remote(const fl_store_t *s)
+{
+    return s && s->remote;
+}
+
+ssize_t fl_obj_seg_read(const fl_obj_t *o, size_t i, void *buf, size_t n, int64_t off)
+{
+    if (i >= o->nsegs) return -1;
+    if (off >= o->segs[i].len) return 0;
+    if ((int64_t)n > o->segs[i].len - off) n = (size_t)(o->segs[i].len - off);
+    if (o->segs[i].fd < 0) return o->rd ? fl_s3s_read(o->rd, buf, n, off) : -1;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = pread(o->segs[i].fd, (char *)buf + done, n - done, (off_t)(off + (int64_t)done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -1;
+        if (k == 0) break;
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+fl_err_t fl_blob_w_copy_seg(fl_blob_w_t *w, const fl_obj_t *o, size_t i, int64_t off, int64_t len)
+{
+    if (i >= o->nsegs) return FL_ERR_INVALID;
+    if (o->segs[i].fd >= 0) return fl_blob_w_copy_fd(w, o->segs[i].fd, off, len);
+    enum { STEP = 4 << 20 };
+    char *buf = fl_malloc(STEP);
+    fl_err_t e = FL_OK;
+    while (len > 0 && !e) {
+        ssize_t k = fl_obj_seg_read(o, i, buf, (size_t)(len < STEP ? len : STEP), off);
+        if (k <= 0) { e = FL_ERR_IO; break; }
+        e = fl_blob_w_write(w, buf, (size_t)k);
+        off += k;
+        len -= k;
+    }
+    free(buf);
+    return e;
+}
+
 void fl_store_close(fl_store_t *s)
 {
     if (!s) return;
+    fl_s3s_close(s->remote);
     if (s->reaper_on) {
         pthread_mutex_lock(&s->reap_mu);
         s->reap_stop = true;
@@ -630,6 +719,7 @@ static fl_err_t upload_drop(fl_conn_t *c, const char *upload_id, char (**ids)[ID
 
 fl_err_t fl_store_sweep(fl_store_t *s, int64_t now_ms)
 {
+    if (s->remote) return FL_OK; /* the remote store's lifecycle rules expire stale uploads */
     fl_err_t err = FL_OK;
     fl_conn_t *c = fl_sqlite_get(s->db);
     char (*ids)[ID_HEX + 1] = NULL;
@@ -665,6 +755,7 @@ out:
 
 fl_err_t fl_store_bucket_create(fl_store_t *s, const char *name)
 {
+    if (s->remote) return fl_s3s_bucket_create(s->remote, name);
     if (!name || !*name || strlen(name) >= sizeof ((fl_bucket_info_t *)0)->name)
         return FL_ERR_INVALID;
     fl_conn_t *c = fl_sqlite_get(s->db);
@@ -716,6 +807,7 @@ out:
 
 fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
 {
+    if (s->remote) return fl_s3s_bucket_delete(s->remote, name);
     fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = bucket_delete_tx(s, c, name);
@@ -726,6 +818,7 @@ fl_err_t fl_store_bucket_delete(fl_store_t *s, const char *name)
 
 fl_err_t fl_store_bucket_head(fl_store_t *s, const char *name, fl_bucket_info_t *out)
 {
+    if (s->remote) return fl_s3s_bucket_head(s->remote, name, out);
     fl_conn_t *c = fl_sqlite_get(s->db);
     int64_t created = 0;
     if (!c) return FL_ERR_IO;
@@ -740,6 +833,7 @@ fl_err_t fl_store_bucket_head(fl_store_t *s, const char *name, fl_bucket_info_t 
 
 fl_err_t fl_store_bucket_list(fl_store_t *s, fl_bucket_info_t **out, size_t *n)
 {
+    if (s->remote) return fl_s3s_bucket_list(s->remote, out, n);
     fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_OK;
     fl_bucket_info_t *v = NULL;
@@ -779,7 +873,7 @@ fl_err_t fl_blob_w_open(fl_store_t *s, fl_blob_w_t **out)
     w->s = s;
     new_id(w->id);
     tmp_path(s, w->id, path, sizeof path);
-    w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    w->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* read back by the s3 backend */
     if (w->fd < 0) {
         fl_error("store: create %s: %s", path, strerror(errno));
         free(w);
@@ -1008,6 +1102,12 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket, const c
         fl_blob_w_abort(w);
         return FL_ERR_INVALID;
     }
+    if (s->remote) {
+        err = fl_s3s_put(s->remote, w->failed ? -1 : w->fd, w->size, bucket, key, keylen, meta, cond);
+        if (w->failed) err = FL_ERR_IO;
+        fl_blob_w_abort(w);
+        return err;
+    }
     if ((err = blob_publish(w, true, id))) return err;
     if (id[0]) snprintf(blobs, sizeof blobs, "%s:%lld", id, (long long)meta->size);
     meta->mtime_ms = fl_now_ms();
@@ -1035,6 +1135,7 @@ static void row_meta(sqlite3_stmt *st, fl_obj_meta_t *m)
 fl_err_t fl_store_head(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                        fl_obj_meta_t *out)
 {
+    if (s->remote) return fl_s3s_head(s->remote, bucket, key, keylen, out);
     fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_OK;
     if (!c) return FL_ERR_IO;
@@ -1053,6 +1154,7 @@ fl_err_t fl_store_head(fl_store_t *s, const char *bucket, const char *key, size_
 void fl_obj_close(fl_obj_t *o)
 {
     if (!o) return;
+    fl_s3s_rd_free(o->rd);
     for (size_t i = 0; i < o->nsegs; i++)
         if (o->segs[i].fd >= 0) close(o->segs[i].fd);
     free(o->meta.headers);
@@ -1104,6 +1206,7 @@ corrupt:
 fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                       fl_obj_t **out)
 {
+    if (s->remote) return fl_s3s_get(s->remote, bucket, key, keylen, out);
     fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err = FL_ERR_IO;
     *out = NULL;
@@ -1157,6 +1260,7 @@ out:
 fl_err_t fl_store_delete(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                          const fl_put_cond_t *cond)
 {
+    if (s->remote) return fl_s3s_delete(s->remote, bucket, key, keylen, cond);
     fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = delete_tx(s, c, bucket, key, keylen, cond);
@@ -1198,6 +1302,7 @@ fl_err_t fl_store_list(fl_store_t *s, const char *bucket, const char *prefix,
                        const char *delimiter, const char *start_after, int max_keys,
                        fl_list_res_t *out)
 {
+    if (s->remote) return fl_s3s_list(s->remote, bucket, prefix, delimiter, start_after, max_keys, out);
     fl_conn_t *c = NULL;
     fl_err_t err;
     size_t plen, dlen, salen, seeklen, entalloc = 0, pfxalloc = 0;
@@ -1337,8 +1442,9 @@ static fl_err_t upload_check(fl_conn_t *c, const char *bucket, const char *key, 
 }
 
 fl_err_t fl_store_mpu_create(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                             const char *headers, char upload_id_out[65])
+                             const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1])
 {
+    if (s->remote) return fl_s3s_mpu_create(s->remote, bucket, key, keylen, headers, upload_id_out);
     fl_conn_t *c;
     fl_err_t err;
     char id[ID_HEX + 1];
@@ -1380,6 +1486,17 @@ fl_err_t fl_store_mpu_put_part(fl_store_t *s, const char *bucket, const char *ke
         if (*p >= 'A' && *p <= 'F') *p = (char)(*p - 'A' + 'a');
     }
     int64_t size = w->size;
+    if (s->remote) {
+        char got[48] = "";
+        err = w->failed ? FL_ERR_IO
+                        : fl_s3s_mpu_put_part(s->remote, bucket, key, keylen, upload_id, number, w->fd, size, got);
+        fl_blob_w_abort(w);
+        if (!err && got[0] && strcasecmp(got, tag)) {
+            fl_error("store s3: part %d: the remote store's ETag %s is not the MD5 %s floe computed", number, got, tag);
+            err = FL_ERR_IO;
+        }
+        return err;
+    }
     if ((err = blob_publish(w, false, id))) return err;
     if (!(c = fl_sqlite_get(s->db))) { err = FL_ERR_IO; goto out; }
     if ((err = fl_sqlite_begin(s->db, c))) goto out;
@@ -1412,6 +1529,9 @@ fl_err_t fl_store_mpu_parts(fl_store_t *s, const char *bucket, const char *key, 
                             fl_part_info_t **out, size_t *n, bool *truncated,
                             char **upload_headers)
 {
+    if (s->remote)
+        return fl_s3s_mpu_parts(s->remote, bucket, key, keylen, upload_id, after, max, out, n, truncated,
+                                upload_headers);
     fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err;
     fl_part_info_t *v = NULL;
@@ -1470,6 +1590,8 @@ fl_err_t fl_store_mpu_complete(fl_store_t *s, const char *bucket, const char *ke
                                int64_t min_part_size, const char *headers,
                                const fl_put_cond_t *cond, fl_obj_meta_t *meta_out)
 {
+    if (s->remote) /* the object's headers are those given at create */
+        return fl_s3s_mpu_complete(s->remote, bucket, key, keylen, upload_id, parts, nparts, cond, meta_out);
     fl_conn_t *c = NULL;
     fl_err_t err;
     part_row_t *rows = NULL;
@@ -1593,6 +1715,7 @@ out:
 fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                             const char *upload_id)
 {
+    if (s->remote) return fl_s3s_mpu_abort(s->remote, bucket, key, keylen, upload_id);
     fl_conn_t *c = fl_sqlite_get(s->db);
     if (!c) return FL_ERR_IO;
     fl_err_t err = mpu_abort_tx(s, c, bucket, key, keylen, upload_id);
@@ -1605,6 +1728,8 @@ fl_err_t fl_store_mpu_list(fl_store_t *s, const char *bucket, const char *prefix
                            const char *key_marker, const char *upload_id_marker, int max,
                            fl_upload_info_t **out, size_t *n, bool *truncated)
 {
+    if (s->remote)
+        return fl_s3s_mpu_list(s->remote, bucket, prefix, key_marker, upload_id_marker, max, out, n, truncated);
     fl_conn_t *c = fl_sqlite_get(s->db);
     fl_err_t err;
     fl_upload_info_t *v = NULL;

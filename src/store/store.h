@@ -12,14 +12,38 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "base/err.h"
 
 typedef struct fl_store fl_store_t;
+
+/* A remote S3-compatible store as the backend (store/s3.c): floe bucket B's
+ * object K is remote object PREFIX/o/B/K of BUCKET, bucket B itself the marker
+ * PREFIX/b/B. Strings are copied; secrets are never logged. */
+typedef struct fl_store_s3_cfg {
+    const char *url;          /* s3://BUCKET[/PREFIX] */
+    const char *endpoint;     /* http(s)://host[:port]; NULL = AWS for region */
+    const char *region;       /* NULL = us-east-1 */
+    const char *akid, *secret, *session_token; /* NULL akid = unsigned requests */
+    bool path_style;
+} fl_store_s3_cfg_t;
 
 /* Opens (creating if needed) the store under dir: dir/index.db, dir/blobs/.
  * Sweeps temp files, blobs no index row names, and multipart uploads older
  * than FL_STALE_UPLOAD_S. Returns NULL and logs on failure. */
 fl_store_t *fl_store_open(const char *dir);
+/* Opens a store whose objects live in a remote S3-compatible store (store/s3.c);
+ * dir holds only spool files of writes in progress (blobs/tmp). Every call below
+ * then maps onto remote requests through net/httpc.h, SigV4-signed. Reads give
+ * segments with fd -1: read them with fl_obj_seg_read (ranged GETs pinned to the
+ * object's ETag with If-Match). Returns NULL and logs on failure (bad URL, remote
+ * bucket unreachable). */
+fl_store_t *fl_store_open_s3(const char *dir, const fl_store_s3_cfg_t *cfg);
+/* The longest key bucket may hold: FL_S3_MAX_KEY_BYTES, less what a remote
+ * store's own key spends on PREFIX/o/BUCKET/ (its limit is S3's too). */
+size_t fl_store_max_key(const fl_store_t *s, const char *bucket);
+/* Whether s keeps its objects in a remote store (no local blob files). */
+bool fl_store_is_remote(const fl_store_t *s);
 /* Closes the store; no other call on s may be running or follow. */
 void fl_store_close(fl_store_t *s);
 /* Waits until replaced blobs queued for unlinking are gone (tests, shutdown). */
@@ -89,7 +113,7 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket,
 
 /* ---- reading ---- */
 typedef struct fl_obj_seg {
-    int fd;            /* open blob file, read-only */
+    int fd;            /* open blob file, read-only; -1: a remote object (fl_obj_seg_read) */
     int64_t len;       /* bytes of this segment */
 } fl_obj_seg_t;
 
@@ -97,13 +121,28 @@ typedef struct fl_obj {
     fl_obj_meta_t meta;
     size_t nsegs;      /* 1 for a single PUT, N parts for multipart; 0 for empty */
     fl_obj_seg_t *segs;
-    int64_t *part_sizes; /* == seg lengths; kept for GetObject partNumber */
+    int64_t *part_sizes; /* == seg lengths; kept for GetObject partNumber; NULL when
+                            unknown (a remote multipart object is one segment) */
+    void *rd;          /* the backend's reader of a remote object; NULL for files */
 } fl_obj_t;
+
+/* pread over segment i of o: a file's pread, or a ranged GET of the remote
+ * object (fails with -1 if it changed since fl_store_get). Returns bytes read
+ * (short only at the end), -1 on error. Any thread; one reader per o at a time. */
+ssize_t fl_obj_seg_read(const fl_obj_t *o, size_t i, void *buf, size_t n, int64_t off);
+/* Appends [off, off+len) of segment i of o to w (in the kernel for files). */
+fl_err_t fl_blob_w_copy_seg(fl_blob_w_t *w, const fl_obj_t *o, size_t i, int64_t off, int64_t len);
 
 /* Looks up bucket/key and opens its blob file(s), so that a concurrent
  * overwrite or delete does not disturb this read. FL_ERR_NO_BUCKET / FL_ERR_NOT_FOUND. */
 fl_err_t fl_store_get(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                       fl_obj_t **out);
+/* Byte range [*off, *off + *len) of part `part` (1-based) of a multipart object
+ * whose fl_obj_t has no part_sizes (a remote store's: asked of the store).
+ * FL_ERR_NOT_FOUND, FL_ERR_INVALID (no such part, or a store that gives part
+ * sizes with fl_store_get). */
+fl_err_t fl_store_part_range(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int part,
+                             int64_t *off, int64_t *len);
 /* Metadata only (no files opened). */
 fl_err_t fl_store_head(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
                        fl_obj_meta_t *out);
@@ -150,10 +189,14 @@ typedef struct fl_part_info {
     char *headers;        /* opaque (checksums of the part); owned */
 } fl_part_info_t;
 
+/* Upload ids: floe's own are 32 hex; a remote store's are passed through
+ * (AWS S3's run to ~200 characters). */
+#define FL_STORE_UPLOAD_ID_MAX 512
+
 /* Creates an upload for bucket/key with the object's future headers (opaque).
- * upload_id_out gets a fresh id (<= 64 chars). FL_ERR_NO_BUCKET. */
+ * upload_id_out gets a fresh id (<= FL_STORE_UPLOAD_ID_MAX chars). FL_ERR_NO_BUCKET. */
 fl_err_t fl_store_mpu_create(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
-                             const char *headers, char upload_id_out[65]);
+                             const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1]);
 /* Publishes a part (consumes w; replaces an earlier part with the same number).
  * FL_ERR_NO_UPLOAD if the id does not name an upload of bucket/key. */
 fl_err_t fl_store_mpu_put_part(fl_store_t *s, const char *bucket, const char *key, size_t keylen,
@@ -188,7 +231,7 @@ fl_err_t fl_store_mpu_abort(fl_store_t *s, const char *bucket, const char *key, 
 typedef struct fl_upload_info {
     char *key;
     size_t keylen;
-    char upload_id[65];
+    char upload_id[FL_STORE_UPLOAD_ID_MAX + 1];
     int64_t created_ms;
 } fl_upload_info_t;
 /* In-progress uploads of bucket whose key starts with prefix, ordered by

@@ -7,7 +7,10 @@ server that was alive during the test is attached to the report.
 
 FLOE_TEST_CATALOG=postgres runs every server on PostgreSQL instead of its
 SQLite file: one throw-away PostgreSQL per session (pgserver.py), one
-database per data dir (a restarted server finds its catalog again)."""
+database per data dir (a restarted server finds its catalog again).
+
+FLOE_TEST_OBJECT_STORE=floe runs every server on a shared S3 object store
+(--object-store; objstore.py: a backing floe serve, one prefix per data dir)."""
 import os
 import re
 import shutil
@@ -24,6 +27,7 @@ import boto3
 import pytest
 from botocore.config import Config
 
+import objstore
 import pgserver
 import s3helpers
 
@@ -81,6 +85,8 @@ class FloeServer:
                 "--region", REGION] + self.extra_args
         if pgserver.wanted() and not any(a.startswith("--catalog-db") for a in self.extra_args):
             args += ["--catalog-db", pgserver.database_for(self.data_dir)]
+        if objstore.wanted() and not any(a.startswith("--object-store") for a in self.extra_args):
+            args += objstore.args_for(self.data_dir, FLOE_BIN, ACCESS_KEY, SECRET_KEY, REGION)
         if not any(a.startswith("--maintenance-interval") for a in self.extra_args):
             # the scheduler would compact other tests' tables under them: off
             # unless a test asks for it (test_maint_server.py)

@@ -5,9 +5,8 @@ exactly once on every node, and nothing answers 5xx; the same name created
 through three nodes at once: one 200, the others 409; configuration written
 through one node is read back through another.
 
-Each node still keeps objects in its own data dir (the shared object store is
-not written yet, docs/deployment.md), so this covers what needs only the
-catalog. Needs Debian's PostgreSQL server binaries (skips otherwise)."""
+Each node keeps objects in its own data dir here, so this covers what needs
+only the catalog (test_pg_shared_store.py adds the shared object store). Needs Debian's PostgreSQL server binaries (skips otherwise)."""
 import threading
 
 from botocore.exceptions import ClientError

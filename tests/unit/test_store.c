@@ -395,7 +395,7 @@ FL_TEST(store_multipart_happy)
     const char *dir;
     fl_store_t *s = open_with_bucket(&dir);
     REQUIRE(s);
-    char up[65], e1[33], e2[33], e3[33], e2b[33];
+    char up[FL_STORE_UPLOAD_ID_MAX + 1], e1[33], e2[33], e3[33], e2b[33];
     fl_err_t e;
     REQUIRE(fl_store_mpu_create(s, "b", "mp/obj", 6, "content-type: a/b\n", up) == FL_OK);
     CHECK(strlen(up) > 0 && strlen(up) <= 64);
@@ -487,7 +487,7 @@ FL_TEST(store_multipart_errors)
     const char *dir;
     fl_store_t *s = open_with_bucket(&dir);
     REQUIRE(s);
-    char up[65], e1[33], e2[33], e3[33];
+    char up[FL_STORE_UPLOAD_ID_MAX + 1], e1[33], e2[33], e3[33];
     fl_err_t e;
     REQUIRE(fl_store_mpu_create(s, "b", "k", 1, NULL, up) == FL_OK);
     part_blob(s, "k", up, 1, "small", e1, &e); CHECK_EQ(e, FL_OK);
@@ -536,7 +536,7 @@ FL_TEST(store_multipart_errors)
     CHECK_EQ(fl_store_mpu_put_part(s, "b", "x", 1, up, 1, w, e1, NULL), FL_ERR_NO_UPLOAD);
     CHECK_EQ(count_files(dir, "tmp"), 0);
     CHECK_EQ(shard_files(s, dir), 2);
-    char nu[65];
+    char nu[FL_STORE_UPLOAD_ID_MAX + 1];
     CHECK_EQ(fl_store_mpu_create(s, "nob", "k", 1, NULL, nu), FL_ERR_NO_BUCKET);
 
     /* Abort removes parts. */
@@ -556,7 +556,7 @@ FL_TEST(store_multipart_list)
 {
     fl_store_t *s = open_with_bucket(NULL);
     REQUIRE(s);
-    char u[5][65];
+    char u[5][FL_STORE_UPLOAD_ID_MAX + 1];
     REQUIRE(fl_store_mpu_create(s, "b", "a/1", 3, NULL, u[0]) == FL_OK);
     REQUIRE(fl_store_mpu_create(s, "b", "a/2", 3, NULL, u[1]) == FL_OK);
     usleep(2000);
@@ -825,7 +825,7 @@ FL_TEST(store_sweep_on_open)
     fl_store_t *s = open_with_bucket(&dir);
     REQUIRE(s);
     CHECK_EQ(put_str(s, "b", "keep", "kept"), FL_OK);
-    char up[65], e1[33];
+    char up[FL_STORE_UPLOAD_ID_MAX + 1], e1[33];
     fl_err_t e;
     REQUIRE(fl_store_mpu_create(s, "b", "mp", 2, NULL, up) == FL_OK);
     part_blob(s, "mp", up, 1, "part", e1, &e);
@@ -895,7 +895,7 @@ FL_TEST(store_buckets)
     CHECK_EQ(put_str(s, "zeta", "obj", "x"), FL_OK);
     CHECK_EQ(fl_store_bucket_delete(s, "zeta"), FL_ERR_NOT_EMPTY);
     CHECK_EQ(fl_store_delete(s, "zeta", "obj", 3, NULL), FL_OK);
-    char up[65];
+    char up[FL_STORE_UPLOAD_ID_MAX + 1];
     CHECK_EQ(fl_store_mpu_create(s, "zeta", "u", 1, NULL, up), FL_OK);
     CHECK_EQ(fl_store_bucket_delete(s, "zeta"), FL_ERR_NOT_EMPTY);
     CHECK_EQ(fl_store_mpu_abort(s, "zeta", "u", 1, up), FL_OK);
@@ -994,4 +994,21 @@ FL_TEST(store_survives_sigkill)
     CHECK_EQ(count_files(path, "shards"), (long long)lr.nents);
     fl_list_res_free(&lr);
     fl_store_close(s);
+}
+
+/* fl_store_open_s3 refuses what it cannot use, before serving anything: a URL
+ * that is not s3://BUCKET[/PREFIX], an endpoint without a scheme, and a store
+ * that does not answer (a closed port: connection refused). */
+FL_TEST(store_s3_open_refuses)
+{
+    const char *dir = fl_test_tmpdir();
+    fl_store_s3_cfg_t bad[] = {
+        { .url = "http://bucket", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3://", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3:///prefix", .endpoint = "http://127.0.0.1:1" },
+        { .url = "s3://bucket", .endpoint = "127.0.0.1:1" },
+        { .url = "s3://bucket/p", .endpoint = "http://127.0.0.1:1", .path_style = true,
+          .akid = "AKID", .secret = "s3cr3t" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK(fl_store_open_s3(dir, &bad[i]) == NULL);
 }
