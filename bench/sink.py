@@ -16,11 +16,13 @@ each window is shown too (it serves both).
 The events carry a base64 payload of random bytes (incompressible, as real payloads
 mostly are). Env: N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
+     SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)
 Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
 Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -135,8 +137,15 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
     s0, t0 = cpu_s(serve_pid), time.time()
     p = subprocess.Popen([FLOE_BIN, "sink", "--config", str(cfg), "--bootstrap-servers", BROKER.bootstrap],
                          stdout=logf, stderr=subprocess.STDOUT)
+    perf = None
+    if os.environ.get("SINK_PERF"):   # profile floe sink: perf report -i OUT/perf.data
+        perf = subprocess.Popen(["perf", "record", "-g", "-o", str(OUT / "perf.data"), "-p", str(p.pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         t1, n = wait_table(cat, ns + ".floe", lambda: p.poll() is None, 600)
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(60)
         cpu, rss, serve = cpu_s(p.pid), rss_mib(p.pid), cpu_s(serve_pid) - s0
     finally:
         p.terminate()
