@@ -145,13 +145,17 @@ static fl_err_t conv_struct(const fl_field_t *st, json_t *v, json_t *s, bool ci,
     fl_buf_t sub;
     fl_buf_init(&sub, 0);
     fl_err_t e = FL_OK;
+    size_t plen = strlen(path);
     for (uint32_t i = 0; i < st->n_children; i++) {
         const fl_field_t *c = &st->children[i];
         const char *key = NULL;
         json_t *x = member(v, c->name, ci, &key);
         if (!x || json_is_null(x)) continue;
+        /* the field's dotted path, for error messages (per field of every record: no printf) */
         fl_buf_reset(&sub);
-        fl_buf_printf(&sub, "%s%s%s", path, *path ? "." : "", c->name);
+        fl_buf_add(&sub, path, plen);
+        if (plen) fl_buf_addc(&sub, '.');
+        fl_buf_adds(&sub, c->name);
         json_t *y = NULL;
         if ((e = conv(c, x, s ? cs_field(s, key) : NULL, ci, sub.ptr, &y, missing, err, errlen)))
             goto out;
