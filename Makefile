@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick soak soak-sink demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
 
 all: build
 
@@ -45,6 +45,11 @@ fuzz:
 
 compat: build
 	@bash tests/compat/all.sh
+	@$(MAKE) --no-print-directory compat-sink-handoff
+
+# a table filled by the JVM Iceberg sink, continued by floe sink from the same consumer group
+compat-sink-handoff: deps build
+	@.venv/bin/python tests/compat/sink_handoff.py
 
 compat-quick: build
 	@bash tests/compat/ci.sh

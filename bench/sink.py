@@ -154,7 +154,9 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
     return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
 
 
-def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
+def start_connect():
+    """A Kafka Connect distributed worker with the Iceberg sink plugin (ICEBERG_VERSION) against
+    BROKER; returns (process, REST base URL, log file) once its REST API answers."""
     r = subprocess.run(["bash", str(REPO / "tests/compat/fetch.sh")], env=dict(
         os.environ, ICEBERG_VERSIONS=ICEBERG_VERSION, KAFKA_VERSION=KAFKA_VERSION), capture_output=True, text=True)
     if r.returncode:
@@ -183,16 +185,31 @@ def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
                           "-Djava.awt.headless=true", "-cp", str(KLIB) + "/*",
                           "org.apache.kafka.connect.cli.ConnectDistributed", str(OUT / "connect.properties")],
                          stdout=logf, stderr=subprocess.STDOUT)
+    end = time.time() + 180
+    while True:
+        try:
+            urllib.request.urlopen(rest + "/connectors", timeout=2).read()
+            return p, rest, logf
+        except Exception:  # noqa: BLE001
+            if p.poll() is not None or time.time() > end:
+                stop_connect(p, logf)
+                raise SystemExit("Kafka Connect did not start (see %s)" % (OUT / "connect.log"))
+            time.sleep(0.5)
+
+
+def stop_connect(p, logf):
+    p.terminate()
     try:
-        end = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(rest + "/connectors", timeout=2).read()
-                break
-            except Exception:  # noqa: BLE001
-                if p.poll() is not None or time.time() > end:
-                    raise SystemExit("Kafka Connect did not start (see %s)" % (OUT / "connect.log"))
-                time.sleep(0.5)
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    logf.close()
+
+
+def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
+    p, rest, logf = start_connect()
+    try:
         log("Connect up (pid %d); starting the Iceberg sink %s" % (p.pid, ICEBERG_VERSION))
         doc = connector(floe, arn, "bench-jvm", topics=topic, **{
             "iceberg.tables": ns + ".jvm", "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
@@ -203,13 +220,7 @@ def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
         t1, n = wait_table(cat, ns + ".jvm", lambda: p.poll() is None, 1200)
         cpu, rss, serve = cpu_s(p.pid) - c0, rss_mib(p.pid), cpu_s(serve_pid) - s0
     finally:
-        p.terminate()
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        logf.close()
+        stop_connect(p, logf)
     return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
 
 
