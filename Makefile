@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick soak demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
 
 all: build
 
@@ -45,12 +45,25 @@ fuzz:
 
 compat: build
 	@bash tests/compat/all.sh
+	@$(MAKE) --no-print-directory compat-sink-handoff
+
+# a table filled by the JVM Iceberg sink, continued by floe sink from the same consumer group
+compat-sink-handoff: deps build
+	@.venv/bin/python tests/compat/sink_handoff.py
 
 compat-quick: build
 	@bash tests/compat/ci.sh
 
 soak: deps build
 	@SOAK_SECONDS=$(SOAK_SECONDS) .venv/bin/python tests/compat/soak.py
+	@$(MAKE) --no-print-directory soak-sink
+
+# floe sink's fault tests at length: 50 SIGKILLs of the sink while producing, and 50 rounds
+# of killing the sink or floe serve mid-commit (make test runs 6 and 4)
+soak-sink: deps build
+	FLOE_BIN=$(abspath $(BUILD))/floe FLOE_SINK_KILLS=50 FLOE_SINK_KILL_ROUNDS=50 .venv/bin/python -m pytest -q \
+	  -p no:cacheprovider tests/integration/test_sink.py::test_sigkill_while_producing_exactly_n \
+	  tests/integration/test_sink_serve_kill.py
 
 demo: deps build
 	@bash tests/compat/demo.sh

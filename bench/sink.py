@@ -16,11 +16,13 @@ each window is shown too (it serves both).
 The events carry a base64 payload of random bytes (incompressible, as real payloads
 mostly are). Env: N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
+     SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)
 Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
 Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
 import datetime
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -135,8 +137,15 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
     s0, t0 = cpu_s(serve_pid), time.time()
     p = subprocess.Popen([FLOE_BIN, "sink", "--config", str(cfg), "--bootstrap-servers", BROKER.bootstrap],
                          stdout=logf, stderr=subprocess.STDOUT)
+    perf = None
+    if os.environ.get("SINK_PERF"):   # profile floe sink: perf report -i OUT/perf.data
+        perf = subprocess.Popen(["perf", "record", "-g", "-o", str(OUT / "perf.data"), "-p", str(p.pid)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         t1, n = wait_table(cat, ns + ".floe", lambda: p.poll() is None, 600)
+        if perf:
+            perf.send_signal(signal.SIGINT)
+            perf.wait(60)
         cpu, rss, serve = cpu_s(p.pid), rss_mib(p.pid), cpu_s(serve_pid) - s0
     finally:
         p.terminate()
@@ -145,7 +154,9 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
     return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
 
 
-def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
+def start_connect():
+    """A Kafka Connect distributed worker with the Iceberg sink plugin (ICEBERG_VERSION) against
+    BROKER; returns (process, REST base URL, log file) once its REST API answers."""
     r = subprocess.run(["bash", str(REPO / "tests/compat/fetch.sh")], env=dict(
         os.environ, ICEBERG_VERSIONS=ICEBERG_VERSION, KAFKA_VERSION=KAFKA_VERSION), capture_output=True, text=True)
     if r.returncode:
@@ -174,16 +185,31 @@ def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
                           "-Djava.awt.headless=true", "-cp", str(KLIB) + "/*",
                           "org.apache.kafka.connect.cli.ConnectDistributed", str(OUT / "connect.properties")],
                          stdout=logf, stderr=subprocess.STDOUT)
+    end = time.time() + 180
+    while True:
+        try:
+            urllib.request.urlopen(rest + "/connectors", timeout=2).read()
+            return p, rest, logf
+        except Exception:  # noqa: BLE001
+            if p.poll() is not None or time.time() > end:
+                stop_connect(p, logf)
+                raise SystemExit("Kafka Connect did not start (see %s)" % (OUT / "connect.log"))
+            time.sleep(0.5)
+
+
+def stop_connect(p, logf):
+    p.terminate()
     try:
-        end = time.time() + 180
-        while True:
-            try:
-                urllib.request.urlopen(rest + "/connectors", timeout=2).read()
-                break
-            except Exception:  # noqa: BLE001
-                if p.poll() is not None or time.time() > end:
-                    raise SystemExit("Kafka Connect did not start (see %s)" % (OUT / "connect.log"))
-                time.sleep(0.5)
+        p.wait(30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    logf.close()
+
+
+def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
+    p, rest, logf = start_connect()
+    try:
         log("Connect up (pid %d); starting the Iceberg sink %s" % (p.pid, ICEBERG_VERSION))
         doc = connector(floe, arn, "bench-jvm", topics=topic, **{
             "iceberg.tables": ns + ".jvm", "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
@@ -194,13 +220,7 @@ def run_jvm_sink(floe, arn, cat, ns, topic, serve_pid):
         t1, n = wait_table(cat, ns + ".jvm", lambda: p.poll() is None, 1200)
         cpu, rss, serve = cpu_s(p.pid) - c0, rss_mib(p.pid), cpu_s(serve_pid) - s0
     finally:
-        p.terminate()
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        logf.close()
+        stop_connect(p, logf)
     return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
 
 

@@ -38,6 +38,12 @@ void fl_sink_kafka_metadata(const fl_sink_config_t *cfg, json_t *value, const ch
  * with the fields added (new reference; NULL for NULL). */
 json_t *fl_sink_kafka_metadata_schema(const fl_sink_config_t *cfg, json_t *schema);
 
+/* The JSON text p[0..n) as jansson would parse it (JSON_DECODE_ANY |
+ * JSON_REJECT_DUPLICATES), for the plain cases only: NULL means "ask json_loadb"
+ * (non-ASCII or \u strings, integers over 18 digits, duplicate keys, nesting
+ * over 64, any syntax error). New reference. */
+json_t *fl_sink_json_fast(const void *p, size_t n);
+
 /* Parses a message value. With schemas_enable the value must be the
  * {"schema": .., "payload": ..} envelope (as JsonConverter requires). *root
  * is a new reference (NULL for a tombstone: p == NULL); *value and *schema

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "base/buf.h"
 #include "base/limits.h"
@@ -65,6 +66,7 @@ typedef struct sink {
     int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
+    int64_t retry_ms;             /* back-off while the catalog is unreachable; 0 when it answers */
 } sink_t;
 
 /* Stop the sink without committing the open batch; the message says why. */
@@ -331,6 +333,7 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
         fl_warn("sink: table %s has no %s in its retained history (expired after a rewrite that did not carry "
                 "it?): its records are resumed from the Kafka group offsets", name, s->key);
     fl_vec_init(&t->batch, fl_append_schema(t->ap));
+    s->retry_ms = 0;
     s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
     s->tables[s->n_tables++] = t;
     return t;
@@ -653,6 +656,24 @@ out:
     return e;
 }
 
+/* Errors of an unreachable or failing catalog / object store (connection
+ * refused, timeouts, 5xx): the sink waits and re-reads, it does not stop. */
+static bool catalog_down(fl_err_t e)
+{
+    return e == FL_ERR_IO || e == FL_ERR_TIMEOUT || e == FL_ERR_CLOSED || e == FL_ERR_INTERNAL;
+}
+
+/* Sleep before the next attempt: 200 ms, doubling up to FL_SINK_RETRY_MAX_MS.
+ * The group heartbeats run on librdkafka's threads meanwhile. */
+static void back_off(sink_t *s)
+{
+    s->retry_ms = s->retry_ms ? s->retry_ms * 2 : 200;
+    if (s->retry_ms > FL_SINK_RETRY_MAX_MS) s->retry_ms = FL_SINK_RETRY_MAX_MS;
+    fl_warn("sink: catalog unavailable, retrying in %" PRId64 " ms", s->retry_ms);
+    struct timespec ts = { (time_t)(s->retry_ms / 1000), (long)(s->retry_ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);   /* a signal (stop) cuts it short */
+}
+
 static void process(sink_t *s, const rd_kafka_message_t *m)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
@@ -698,6 +719,12 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
         tbl_t *t = table_get(s, names[k], value, schema, &e, err, sizeof err);
         if (!t) {
             if (e == FL_ERR_NOT_FOUND || e == FL_ERR_INVALID) { bad_record(s, m, err); continue; }
+            if (catalog_down(e)) {   /* not the record's fault: wait for the catalog, read it again */
+                if (p->start < 0) p->start = m->offset;
+                rewind_all(s, err);
+                back_off(s);
+                break;
+            }
             set_fatal(s, "%s", err);
             break;
         }

@@ -199,6 +199,40 @@ FL_TEST(sink_parse_value_envelope)
     CHECK(fl_sink_parse_value(NULL, 0, false, &root, &v, &s, err, sizeof err) == FL_OK && !root && !v); /* tombstone */
 }
 
+/* The fast reader gives exactly json_loadb's value where it answers, and
+ * NULL (json_loadb decides) for what it leaves alone. */
+FL_TEST(sink_json_fast_matches_jansson)
+{
+    static const char *same[] = {
+        "{\"id\":1,\"name\":\"n1\",\"ts\":1700000000000,\"x\":-1.5e3,\"ok\":true,\"no\":false,\"z\":null}",
+        " { \"a\" : [ 1 , 2.25 , \"s\" , [ ] , { } ] , \"b\" : { \"c\" : { \"d\" : -0 } } } \n",
+        "{\"esc\":\"q\\\" b\\\\ s\\/ \\b\\f\\n\\r\\t\"}", "{}", "[]", "\"x\"", "0", "-123456789012345678",
+        "1E2", "0.5", "[0e0,1e-2]", "{\"\":\"\"}",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof *same; i++) {
+        json_t *a = fl_sink_json_fast(same[i], strlen(same[i]));
+        json_t *b = json_loads(same[i], JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, NULL);
+        CHECK(a && b && json_equal(a, b));
+        if (!(a && b && json_equal(a, b))) fprintf(stderr, "fast reader differs on: %s\n", same[i]);
+        json_decref(a);
+        json_decref(b);
+    }
+    static const char *fallback[] = {
+        "{\"a\":1,\"a\":2}", "{\"a\":\"\\u00e9\"}", "{\"a\":\"\xc3\xa9\"}", "1234567890123456789", "01", "1.", "1e",
+        "{\"a\":1,}", "[1 2]", "{\"a\":1} x", "tru", "\"a\tb\"", "1e400", "", "{\"a\"", "nul",
+    };
+    for (size_t i = 0; i < sizeof fallback / sizeof *fallback; i++) {
+        json_t *a = fl_sink_json_fast(fallback[i], strlen(fallback[i]));
+        CHECK(a == NULL);
+        if (a) fprintf(stderr, "fast reader answered: %s\n", fallback[i]);
+        json_decref(a);
+    }
+    char deep[200];
+    memset(deep, '[', 100);
+    memset(deep + 100, ']', 100);
+    CHECK(fl_sink_json_fast(deep, sizeof deep) == NULL);   /* over 64 levels: jansson's own limit decides */
+}
+
 FL_TEST(sink_infer_schema_and_evolve)
 {
     char err[512] = "";

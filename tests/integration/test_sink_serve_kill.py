@@ -1,0 +1,93 @@
+"""floe sink and floe serve both SIGKILLed in many rounds while a producer writes N
+records: each round kills either the sink (restarted at once) or, just after the sink logged
+a commit so that the next one is in flight, floe serve (the catalog and S3; restarted on the
+same ports and data after a pause). The sink must ride out the catalog's absence (retrying,
+not exiting) and the table must end with exactly the N produced ids.
+
+FLOE_SINK_KILL_ROUNDS (4 here; `make soak` runs 50), FLOE_SINK_KILL_N (records),
+FLOE_SINK_SEED."""
+import json
+import os
+import random
+import threading
+import time
+import uuid
+
+from conftest import FloeServer, free_port
+from kafka_fixtures import Sink, kafka  # noqa: F401
+from rest_fixtures import load_rest_catalog, s3tables_client
+from test_sink import connector, make_events_table, rows, wait_rows, write_config
+
+ROUNDS = int(os.environ.get("FLOE_SINK_KILL_ROUNDS", "4"))
+SEED = int(os.environ.get("FLOE_SINK_SEED", "11"))
+
+
+def test_sink_and_serve_sigkilled_in_rounds_exactly_n(tmp_path, kafka):  # noqa: F811
+    rnd = random.Random(SEED)
+    print("FLOE_SINK_SEED=%d FLOE_SINK_KILL_ROUNDS=%d" % (SEED, ROUNDS))
+    srv = FloeServer(tmp_path / "data", name="serve-killed", s3_port=free_port(), catalog_port=free_port())
+    srv.start()
+    sink = None
+    th = None
+    try:
+        arn = s3tables_client(srv).create_table_bucket(name="sk-%s" % uuid.uuid4().hex[:8])["arn"]
+        cat = load_rest_catalog(srv, arn)
+        ns, topic = "sk_%s" % uuid.uuid4().hex[:6], "sk-" + uuid.uuid4().hex[:6]
+        make_events_table(cat, ns, "events")
+        kafka.create_topic(topic, 3)
+        n = int(os.environ.get("FLOE_SINK_KILL_N", str(1000 + 1200 * ROUNDS)))
+        doc = connector(srv, arn, "sk-" + topic, topics=topic,
+                        **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "200",
+                           "consumer.override.session.timeout.ms": "6000",
+                           "consumer.override.heartbeat.interval.ms": "500"})
+        cfg = write_config(tmp_path, doc)
+        done = threading.Event()
+
+        def producer():
+            from confluent_kafka import Producer
+            p = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+            for i in range(n):
+                p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
+                if i % 50 == 0:
+                    p.poll(0)
+                    time.sleep(0.1)
+            p.flush(30)
+            done.set()
+
+        th = threading.Thread(target=producer)
+        th.start()
+        sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+        serve_kills = 0
+        for k in range(ROUNDS):
+            if k % 2 == 1:   # floe serve, just after a commit, while the next batch fills and commits
+                before = sink.log().count("sink: committed")
+                end = time.time() + 10
+                while sink.log().count("sink: committed") == before and time.time() < end:
+                    time.sleep(0.02)
+                time.sleep(rnd.uniform(0.0, 0.3))
+                srv.kill()
+                serve_kills += 1
+                time.sleep(rnd.uniform(0.3, 2.0))
+                srv.start()
+                time.sleep(rnd.uniform(0.5, 1.5))
+                assert sink.proc.poll() is None, "floe sink exited while floe serve was down:\n" + sink.log()[-3000:]
+            else:            # the sink itself
+                time.sleep(rnd.uniform(0.3, 1.5))
+                assert sink.proc.poll() is None, sink.log()[-3000:]
+                sink.kill()
+                sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
+        th.join(180)
+        assert done.is_set()
+        t = wait_rows(cat, ns + ".events", n, sink, timeout=120)
+        time.sleep(1.5)   # a duplicate commit would show up here
+        t = rows(cat, ns + ".events")
+        assert sink.stop() == 0, sink.log()[-3000:]
+        sink = None
+        ids = t.column("id").to_pylist()
+        assert len(ids) == n and sorted(ids) == list(range(n)), (serve_kills, len(ids), len(set(ids)))
+    finally:
+        if th:
+            th.join(5)
+        if sink:
+            sink.kill()
+        srv.stop()
