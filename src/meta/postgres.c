@@ -27,6 +27,7 @@
 #include "base/time.h"
 #include "base/uuid.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +175,50 @@ static fl_err_t collect_rows(fl_conn_t *k, int st, const args_t *a, int max, siz
     return FL_OK;
 }
 
+/* One read-only list statement on a pooled connection: collect_rows' rows
+ * (at most max; more may be NULL when the caller has no use for it). *out is
+ * NULL and *n 0 when nothing was found or on failure. */
+static fl_err_t list_rows(fl_catalog_t *c, int st, const args_t *a, int max, size_t elem,
+                          void (*row)(const fl_conn_t *, int, void *), const char *what, void **out,
+                          size_t *n, bool *more)
+{
+    bool spare = false;
+    *out = NULL;
+    *n = 0;
+    if (!more) more = &spare;
+    *more = false;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    fl_err_t err = collect_rows(k, st, a, max, elem, row, what, out, n, more);
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+/* list_rows for the statements that yield (name, document) string pairs:
+ * two new arrays of strdup'd column 0 and column 1 values. */
+static fl_err_t list_pairs(fl_catalog_t *c, int st, const args_t *a, int max, const char *what, char ***firsts,
+                           char ***seconds, size_t *n)
+{
+    *firsts = *seconds = NULL;
+    *n = 0;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    fl_err_t err = fl_pg_exec(k, st, a, what);
+    if (!err && k->nrows) {
+        int rows = k->nrows < max ? k->nrows : max;
+        char **fs = fl_calloc((size_t)rows, sizeof *fs), **ss = fl_calloc((size_t)rows, sizeof *ss);
+        for (int r = 0; r < rows; r++) {
+            fs[r] = fl_pg_col_strdup(k, r, 0);
+            ss[r] = fl_pg_col_strdup(k, r, 1);
+        }
+        *firsts = fs;
+        *seconds = ss;
+        *n = (size_t)rows;
+    }
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
 static void stmts_init(void)
 {
     for (int i = 0; i < ST_COUNT; i++) stmts[i] = pg_sql[i] ? pg_sql[i] : fl_catalog_sql[i];
@@ -259,13 +304,10 @@ static fl_err_t pg_bucket_list(fl_catalog_t *c, const char *prefix, const char *
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     int st = bind_range(&a, ST_B_LIST_GE, ST_B_LIST_GT, prefix, after, &hi);
     fl_pg_arg_i64(&a, 7, (int64_t)max + 1);
-    fl_err_t err = collect_rows(k, st, &a, max, sizeof **out, row_bucket, "bucket list", (void **)out, n, more);
-    fl_pg_put(c->pg, k);
+    fl_err_t err = list_rows(c, st, &a, max, sizeof **out, row_bucket, "bucket list", (void **)out, n, more);
     free(hi);
     return err;
 }
@@ -347,14 +389,11 @@ static fl_err_t pg_ns_list(fl_catalog_t *c, const char *bucket, const char *pref
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     int st = bind_range(&a, ST_N_LIST_GE, ST_N_LIST_GT, prefix, after, &hi);
     fl_pg_arg_str(&a, 1, bucket);
     fl_pg_arg_i64(&a, 7, (int64_t)max + 1);
-    fl_err_t err = collect_rows(k, st, &a, max, sizeof **out, row_ns, "namespace list", (void **)out, n, more);
-    fl_pg_put(c->pg, k);
+    fl_err_t err = list_rows(c, st, &a, max, sizeof **out, row_ns, "namespace list", (void **)out, n, more);
     free(hi);
     return err;
 }
@@ -465,8 +504,6 @@ static fl_err_t pg_table_list(fl_catalog_t *c, const char *bucket, const char *n
     *n = 0;
     *more = false;
     if (max < 1) return FL_ERR_INVALID;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     if (ns) {
         const char *after = NULL;
         if (after_ns) {
@@ -488,11 +525,9 @@ static fl_err_t pg_table_list(fl_catalog_t *c, const char *bucket, const char *n
     fl_pg_arg_str(&a, 1, bucket);
     fl_pg_arg_str(&a, 9, kind);
     fl_pg_arg_i64(&a, 7, (int64_t)max + 1);
-    err = collect_rows(k, st, &a, max, sizeof **out, row_table, "table list", (void **)out, n, more);
+    err = list_rows(c, st, &a, max, sizeof **out, row_table, "table list", (void **)out, n, more);
 out:
-    fl_pg_put(c->pg, k);
     free(hi);
-    if (err) { free(*out); *out = NULL; *n = 0; }
     return err;
 }
 
@@ -653,25 +688,10 @@ static fl_err_t pg_doc_list(fl_catalog_t *c, const char *arn, const char *kind_p
                             char ***kinds, char ***jsons, size_t *n)
 {
     char *hi = NULL;
-    *kinds = *jsons = NULL;
-    *n = 0;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     int st = bind_range(&a, ST_D_LIST, ST_D_LIST, kind_prefix, NULL, &hi);
     fl_pg_arg_str(&a, 1, arn);
-    fl_err_t err = fl_pg_exec(k, st, &a, "doc list");
-    if (!err && k->nrows) {
-        char **ks = fl_calloc((size_t)k->nrows, sizeof *ks), **js = fl_calloc((size_t)k->nrows, sizeof *js);
-        for (int r = 0; r < k->nrows; r++) {
-            ks[r] = fl_pg_col_strdup(k, r, 0);
-            js[r] = fl_pg_col_strdup(k, r, 1);
-        }
-        *kinds = ks;
-        *jsons = js;
-        *n = (size_t)k->nrows;
-    }
-    fl_pg_put(c->pg, k);
+    fl_err_t err = list_pairs(c, st, &a, INT_MAX, "doc list", kinds, jsons, n);
     free(hi);
     return err;
 }
@@ -756,45 +776,37 @@ out:
     TX_END(c, k)
 }
 
+static void row_run(const fl_conn_t *k, int i, void *out)
+{
+    fl_maint_run_t *r = out;
+    r->id = fl_pg_col_i64(k, i, 0);
+    fl_pg_col_copy(k, i, 1, r->table_arn, sizeof r->table_arn);
+    fl_pg_col_copy(k, i, 2, r->type, sizeof r->type);
+    fl_pg_col_copy(k, i, 3, r->owner, sizeof r->owner);
+    r->start_ms = fl_pg_col_i64(k, i, 4);
+    r->end_ms = fl_pg_col_i64(k, i, 5);
+    fl_pg_col_copy(k, i, 6, r->status, sizeof r->status);
+    r->files_in = fl_pg_col_i64(k, i, 7);
+    r->bytes_in = fl_pg_col_i64(k, i, 8);
+    r->files_out = fl_pg_col_i64(k, i, 9);
+    r->bytes_out = fl_pg_col_i64(k, i, 10);
+    r->snapshots_removed = fl_pg_col_i64(k, i, 11);
+    r->objects_removed = fl_pg_col_i64(k, i, 12);
+    r->commits = fl_pg_col_i64(k, i, 13);
+    fl_pg_col_copy(k, i, 14, r->message, sizeof r->message);
+}
+
 static fl_err_t pg_maint_runs(fl_catalog_t *c, const char *arn, int64_t before_id, int max,
                               fl_maint_run_t **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
     if (max < 1 || max > 1000) return FL_ERR_INVALID;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     fl_pg_arg_str(&a, 1, arn);
     fl_pg_arg_i64(&a, 2, before_id > 0 ? before_id : INT64_MAX);
     fl_pg_arg_i64(&a, 3, max);
-    fl_err_t err = fl_pg_exec(k, ST_R_LIST, &a, "maintenance runs");
-    if (!err) {
-        int rows = k->nrows < max ? k->nrows : max;
-        fl_maint_run_t *v = fl_calloc((size_t)(rows ? rows : 1), sizeof *v);
-        for (int i = 0; i < rows; i++) {
-            fl_maint_run_t *r = &v[i];
-            r->id = fl_pg_col_i64(k, i, 0);
-            fl_pg_col_copy(k, i, 1, r->table_arn, sizeof r->table_arn);
-            fl_pg_col_copy(k, i, 2, r->type, sizeof r->type);
-            fl_pg_col_copy(k, i, 3, r->owner, sizeof r->owner);
-            r->start_ms = fl_pg_col_i64(k, i, 4);
-            r->end_ms = fl_pg_col_i64(k, i, 5);
-            fl_pg_col_copy(k, i, 6, r->status, sizeof r->status);
-            r->files_in = fl_pg_col_i64(k, i, 7);
-            r->bytes_in = fl_pg_col_i64(k, i, 8);
-            r->files_out = fl_pg_col_i64(k, i, 9);
-            r->bytes_out = fl_pg_col_i64(k, i, 10);
-            r->snapshots_removed = fl_pg_col_i64(k, i, 11);
-            r->objects_removed = fl_pg_col_i64(k, i, 12);
-            r->commits = fl_pg_col_i64(k, i, 13);
-            fl_pg_col_copy(k, i, 14, r->message, sizeof r->message);
-        }
-        *out = v;
-        *n = (size_t)rows;
-    }
-    fl_pg_put(c->pg, k);
-    return err;
+    return list_rows(c, ST_R_LIST, &a, max, sizeof **out, row_run, "maintenance runs", (void **)out, n, NULL);
 }
 
 /* ---- identities ---- */
@@ -809,8 +821,9 @@ out:
     TX_END(c, k)
 }
 
-static void row_principal(const fl_conn_t *k, int r, fl_iam_principal_t *p)
+static void row_principal(const fl_conn_t *k, int r, void *out)
 {
+    fl_iam_principal_t *p = out;
     memset(p, 0, sizeof *p);
     fl_pg_col_copy(k, r, 0, p->account, sizeof p->account);
     fl_pg_col_copy(k, r, 1, p->kind, sizeof p->kind);
@@ -855,23 +868,11 @@ static fl_err_t pg_principal_get(fl_catalog_t *c, const char *account, const cha
 static fl_err_t pg_principal_list(fl_catalog_t *c, const char *account, const char *kind,
                                   fl_iam_principal_t **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     fl_pg_arg_str(&a, 1, account);
     fl_pg_arg_str(&a, 2, kind);
-    fl_err_t err = fl_pg_exec(k, ST_P_LIST, &a, "principal list");
-    if (!err && k->nrows) {
-        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
-        fl_iam_principal_t *v = fl_calloc((size_t)rows, sizeof *v);
-        for (int r = 0; r < rows; r++) row_principal(k, r, &v[r]);
-        *out = v;
-        *n = (size_t)rows;
-    }
-    fl_pg_put(c->pg, k);
-    return err;
+    return list_rows(c, ST_P_LIST, &a, FL_IAM_MAX_LIST, sizeof **out, row_principal, "principal list",
+                     (void **)out, n, NULL);
 }
 
 static fl_err_t pg_principal_delete(fl_catalog_t *c, const char *account, const char *kind, const char *name)
@@ -890,8 +891,9 @@ out:
     TX_END(c, k)
 }
 
-static void row_key(const fl_conn_t *k, int r, fl_iam_key_t *key)
+static void row_key(const fl_conn_t *k, int r, void *out)
 {
+    fl_iam_key_t *key = out;
     memset(key, 0, sizeof *key);
     fl_pg_col_copy(k, r, 0, key->akid, sizeof key->akid);
     fl_pg_col_copy(k, r, 1, key->account, sizeof key->account);
@@ -942,24 +944,11 @@ static fl_err_t pg_key_get(fl_catalog_t *c, const char *akid, fl_iam_key_t *out)
 static fl_err_t pg_key_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                             fl_iam_key_t **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     fl_pg_arg_str(&a, 1, account);
     fl_pg_arg_str(&a, 2, kind);
     fl_pg_arg_str(&a, 3, name);
-    fl_err_t err = fl_pg_exec(k, ST_K_LIST, &a, "key list");
-    if (!err && k->nrows) {
-        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
-        fl_iam_key_t *v = fl_calloc((size_t)rows, sizeof *v);
-        for (int r = 0; r < rows; r++) row_key(k, r, &v[r]);
-        *out = v;
-        *n = (size_t)rows;
-    }
-    fl_pg_put(c->pg, k);
-    return err;
+    return list_rows(c, ST_K_LIST, &a, FL_IAM_MAX_LIST, sizeof **out, row_key, "key list", (void **)out, n, NULL);
 }
 
 static fl_err_t pg_key_set_status(fl_catalog_t *c, const char *akid, const char *status)
@@ -1024,29 +1013,14 @@ static fl_err_t pg_iam_policy_delete(fl_catalog_t *c, const char *account, const
 static fl_err_t pg_iam_policy_list(fl_catalog_t *c, const char *account, const char *kind, const char *name,
                                    const char *policy_name, char ***names, char ***docs, size_t *n)
 {
-    *names = *docs = NULL;
-    *n = 0;
-    fl_conn_t *k = fl_pg_get(c->pg);
-    if (!k) return FL_ERR_INTERNAL;
     args_t a = { 0 };
     fl_pg_arg_str(&a, 1, account);
     fl_pg_arg_str(&a, 2, kind);
     fl_pg_arg_str(&a, 3, name);
     if (policy_name) fl_pg_arg_str(&a, 4, policy_name);
-    fl_err_t err = fl_pg_exec(k, policy_name ? ST_IP_GET : ST_IP_LIST, &a, "iam policy list");
-    if (!err && k->nrows) {
-        int rows = k->nrows < FL_IAM_MAX_LIST ? k->nrows : FL_IAM_MAX_LIST;
-        char **ns = fl_calloc((size_t)rows, sizeof *ns), **ds = fl_calloc((size_t)rows, sizeof *ds);
-        for (int r = 0; r < rows; r++) {
-            ns[r] = fl_pg_col_strdup(k, r, 0);
-            ds[r] = fl_pg_col_strdup(k, r, 1);
-        }
-        *names = ns;
-        *docs = ds;
-        *n = (size_t)rows;
-    }
+    fl_err_t err = list_pairs(c, policy_name ? ST_IP_GET : ST_IP_LIST, &a, FL_IAM_MAX_LIST, "iam policy list", names,
+                              docs, n);
     if (!err && policy_name && *n == 0) err = FL_ERR_NOT_FOUND;
-    fl_pg_put(c->pg, k);
     return err;
 }
 
