@@ -539,10 +539,10 @@ static fl_err_t mkdir_p1(const char *path)
     return FL_ERR_IO;
 }
 
-fl_store_t *fl_store_open(const char *dir)
+/* The start both fl_store_open and fl_store_open_s3 share: s's fields (fl_store_close
+ * can then undo s whatever follows) and dir, dir/blobs and dir/blobs/tmp. */
+static fl_err_t store_init(fl_store_t *s, const char *dir)
 {
-    fl_store_t *s = fl_calloc(1, sizeof *s);
-    fl_conn_t *c = NULL;
     char path[PATH_MAX];
     s->dir = fl_strdup(dir);
     s->lockfd = -1;
@@ -552,11 +552,32 @@ fl_store_t *fl_store_open(const char *dir)
     pthread_mutex_init(&s->reap_mu, NULL);
     pthread_cond_init(&s->reap_cv, NULL);
     pthread_mutex_init(&s->reserve_mu, NULL);
-    if (mkdir_p1(dir)) goto fail;
+    if (mkdir_p1(dir)) return FL_ERR_IO;
     snprintf(path, sizeof path, "%s/blobs", dir);
-    if (mkdir_p1(path)) goto fail;
+    if (mkdir_p1(path)) return FL_ERR_IO;
     snprintf(path, sizeof path, "%s/blobs/tmp", dir);
-    if (mkdir_p1(path)) goto fail;
+    return mkdir_p1(path);
+}
+
+/* Takes dir/LOCK (flock, held by s->lockfd until fl_store_close): one process per store. */
+static fl_err_t store_lock(fl_store_t *s, const char *dir)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    s->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (s->lockfd < 0 || flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
+        fl_error("store: %s is in use by another process (or unlockable): %s", dir, strerror(errno));
+        return FL_ERR_IO;
+    }
+    return FL_OK;
+}
+
+fl_store_t *fl_store_open(const char *dir)
+{
+    fl_store_t *s = fl_calloc(1, sizeof *s);
+    fl_conn_t *c = NULL;
+    char path[PATH_MAX];
+    if (store_init(s, dir)) goto fail;
     for (int i = 0; i < 256; i++) {
         snprintf(path, sizeof path, "%s/blobs/%02x", dir, i);
         if (mkdir_p1(path)) goto fail;
@@ -565,12 +586,7 @@ fl_store_t *fl_store_open(const char *dir)
     fsync_dir(path);
     fsync_dir(dir);
 
-    snprintf(path, sizeof path, "%s/LOCK", dir);
-    s->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (s->lockfd < 0 || flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        fl_error("store: %s is in use by another process (or unlockable): %s", dir, strerror(errno));
-        goto fail;
-    }
+    if (store_lock(s, dir)) goto fail;
 
     snprintf(path, sizeof path, "%s/index.db", dir);
     fl_sqlite_cfg_t dbc = { .label = "store", .path = path, .migrations = migrations,
@@ -593,26 +609,8 @@ fail:
 fl_store_t *fl_store_open_s3(const char *dir, const fl_store_s3_cfg_t *cfg)
 {
     fl_store_t *s = fl_calloc(1, sizeof *s);
-    char path[PATH_MAX];
-    s->dir = fl_strdup(dir);
-    s->lockfd = -1;
-    pthread_mutex_init(&s->gc_mu, NULL);
-    pthread_cond_init(&s->gc_cv, NULL);
-    s->gc_tail = &s->gc_head;
-    pthread_mutex_init(&s->reap_mu, NULL);
-    pthread_cond_init(&s->reap_cv, NULL);
-    pthread_mutex_init(&s->reserve_mu, NULL);
-    if (mkdir_p1(dir)) goto fail;
-    snprintf(path, sizeof path, "%s/blobs", dir);
-    if (mkdir_p1(path)) goto fail;
-    snprintf(path, sizeof path, "%s/blobs/tmp", dir);
-    if (mkdir_p1(path)) goto fail;
-    snprintf(path, sizeof path, "%s/LOCK", dir);
-    s->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (s->lockfd < 0 || flock(s->lockfd, LOCK_EX | LOCK_NB) != 0) {
-        fl_error("store: %s is in use by another process (or unlockable): %s", dir, strerror(errno));
-        goto fail;
-    }
+    if (store_init(s, dir)) goto fail;
+    if (store_lock(s, dir)) goto fail;
     remove_tmp(s);
     if (!(s->remote = fl_s3s_open(cfg))) goto fail;
     return s;
