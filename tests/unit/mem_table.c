@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "base/mem.h"
+#include "base/time.h"
 #include "format/parquet.h"
 #include "iceberg/metadata.h"
 #include "iceberg/scan.h"
@@ -185,3 +186,33 @@ void scan_all(mem_table_t *t, fl_table_ops_t *ops, int64_t *rows, int64_t *idsum
     fl_scan_plan_free(&plan);
 }
 
+
+static fl_err_t timed_load(void *ctx, json_t **md, char **loc, char *err, size_t errlen)
+{
+    mem_timed_t *s = ctx;
+    fl_err_t e = s->inner.load(s->inner.ctx, md, loc, err, errlen);
+    s->loaded_ms = fl_mono_ms();
+    return e;
+}
+
+static fl_err_t timed_commit(void *ctx, json_t *reqs, json_t *ups, json_t **md, int *st, char *err, size_t errlen)
+{
+    mem_timed_t *s = ctx;
+    if (++s->commits == 1 || fl_mono_ms() - s->loaded_ms >= s->window_ms) {
+        snprintf(err, errlen, "Requirement failed: branch or tag main has changed");
+        *st = 409;
+        return FL_OK;
+    }
+    return s->inner.commit(s->inner.ctx, reqs, ups, md, st, err, errlen);
+}
+
+static fl_err_t timed_put(void *ctx, const char *u, const void *p, size_t n) { mem_timed_t *s = ctx; return s->inner.put(s->inner.ctx, u, p, n); }
+static fl_err_t timed_put_file(void *ctx, const char *u, int fd, uint64_t n) { mem_timed_t *s = ctx; return s->inner.put_file(s->inner.ctx, u, fd, n); }
+static fl_err_t timed_get(void *ctx, const char *u, fl_buf_t *o) { mem_timed_t *s = ctx; return s->inner.get(s->inner.ctx, u, o); }
+static fl_err_t timed_del(void *ctx, const char *u) { mem_timed_t *s = ctx; return s->inner.del(s->inner.ctx, u); }
+
+fl_table_ops_t mem_timed_ops(mem_timed_t *s)
+{
+    return (fl_table_ops_t){ s, timed_load, timed_commit, timed_put, timed_put_file, timed_get, timed_del,
+                             NULL, NULL, NULL };
+}

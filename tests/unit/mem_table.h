@@ -36,4 +36,16 @@ void mem_table_free(mem_table_t *t);
 void fill(fl_vec_t *b, int64_t first, int n, int ncat);
 /* Rows, sum of ids and live data files of the current snapshot (deletes not applied). */
 void scan_all(mem_table_t *t, fl_table_ops_t *ops, int64_t *rows, int64_t *idsum, size_t *files);
+
+/* A steady competing writer by the clock, wrapped around inner (a mem_table's ops): a
+ * commit whose base was loaded window_ms or more before it arrives loses (409, as when
+ * another writer commits that often), and so does the first. commits counts them all.
+ * mem_timed_ops gives the wrapping ops; s must outlive them. */
+typedef struct mem_timed {
+    fl_table_ops_t inner;
+    int window_ms;
+    int64_t loaded_ms;
+    int commits;
+} mem_timed_t;
+fl_table_ops_t mem_timed_ops(mem_timed_t *s);
 #endif

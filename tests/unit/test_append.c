@@ -9,7 +9,6 @@
 #include <unistd.h>
 #include <stdio.h>
 #include "base/mem.h"
-#include "base/time.h"
 #include "format/avro.h"
 #include "format/parquet.h"
 #include "iceberg/append.h"
@@ -333,44 +332,14 @@ FL_TEST(append_v2_list_no_row_ids_v1_refused)
  * first. The retry must back off before it re-bases, not between the re-base and its commit:
  * sleeping after the reload made every later attempt lose (soak: "commit kept conflicting
  * after 16 attempts" with two writers and compaction on one table). */
-#define WINDOW_MS 15
-typedef struct timed {
-    fl_table_ops_t inner;
-    int64_t loaded_ms;
-    int commits;
-} timed_t;
-
-static fl_err_t timed_load(void *ctx, json_t **md, char **loc, char *err, size_t errlen)
-{
-    timed_t *s = ctx;
-    fl_err_t e = s->inner.load(s->inner.ctx, md, loc, err, errlen);
-    s->loaded_ms = fl_mono_ms();
-    return e;
-}
-
-static fl_err_t timed_commit(void *ctx, json_t *reqs, json_t *ups, json_t **md, int *st, char *err, size_t errlen)
-{
-    timed_t *s = ctx;
-    if (++s->commits == 1 || fl_mono_ms() - s->loaded_ms >= WINDOW_MS) {
-        snprintf(err, errlen, "Requirement failed: branch or tag main has changed");
-        *st = 409;
-        return FL_OK;
-    }
-    return s->inner.commit(s->inner.ctx, reqs, ups, md, st, err, errlen);
-}
-
-static fl_err_t timed_put(void *ctx, const char *u, const void *p, size_t n) { timed_t *s = ctx; return s->inner.put(s->inner.ctx, u, p, n); }
-static fl_err_t timed_put_file(void *ctx, const char *u, int fd, uint64_t n) { timed_t *s = ctx; return s->inner.put_file(s->inner.ctx, u, fd, n); }
-static fl_err_t timed_get(void *ctx, const char *u, fl_buf_t *o) { timed_t *s = ctx; return s->inner.get(s->inner.ctx, u, o); }
-static fl_err_t timed_del(void *ctx, const char *u) { timed_t *s = ctx; return s->inner.del(s->inner.ctx, u); }
+#define WINDOW_MS 15   /* mem_timed_t (mem_table.h) */
 
 FL_TEST(append_retry_backs_off_before_rebasing)
 {
     mem_table_t *t = calloc(1, sizeof *t);
-    timed_t s = { 0 };
+    mem_timed_t s = { .window_ms = WINDOW_MS };
     mem_table_init(t, &s.inner);
-    fl_table_ops_t ops = { &s, timed_load, timed_commit, timed_put, timed_put_file, timed_get, timed_del,
-                           NULL, NULL, NULL };
+    fl_table_ops_t ops = mem_timed_ops(&s);
     char err[512] = "";
     fl_appender_t *a = NULL;
     REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);

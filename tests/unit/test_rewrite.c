@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include "base/checksum.h"
 #include "base/mem.h"
-#include "base/time.h"
 #include "format/parquet.h"
 #include "iceberg/append.h"
 #include "iceberg/manifest.h"
@@ -596,45 +595,15 @@ FL_TEST(rewrite_holds_the_table_after_losing_to_a_steady_writer)
 /* A steady writer by the clock: a commit whose base was loaded REWRITE_WINDOW_MS or more before
  * it arrives loses (409), and so does the first. The job backs off before it reloads, so its
  * re-based attempt lands; sleeping after the reload (as before) lost every attempt. */
-#define REWRITE_WINDOW_MS 8
-typedef struct timed {
-    fl_table_ops_t inner;
-    int64_t loaded_ms;
-    int commits;
-} timed_t;
-
-static fl_err_t timed_load(void *ctx, json_t **md, char **loc, char *err, size_t errlen)
-{
-    timed_t *s = ctx;
-    fl_err_t e = s->inner.load(s->inner.ctx, md, loc, err, errlen);
-    s->loaded_ms = fl_mono_ms();
-    return e;
-}
-
-static fl_err_t timed_commit(void *ctx, json_t *reqs, json_t *ups, json_t **md, int *st, char *err, size_t errlen)
-{
-    timed_t *s = ctx;
-    if (++s->commits == 1 || fl_mono_ms() - s->loaded_ms >= REWRITE_WINDOW_MS) {
-        snprintf(err, errlen, "Requirement failed: branch or tag main has changed");
-        *st = 409;
-        return FL_OK;
-    }
-    return s->inner.commit(s->inner.ctx, reqs, ups, md, st, err, errlen);
-}
-
-static fl_err_t timed_put(void *ctx, const char *u, const void *p, size_t n) { timed_t *s = ctx; return s->inner.put(s->inner.ctx, u, p, n); }
-static fl_err_t timed_put_file(void *ctx, const char *u, int fd, uint64_t n) { timed_t *s = ctx; return s->inner.put_file(s->inner.ctx, u, fd, n); }
-static fl_err_t timed_get(void *ctx, const char *u, fl_buf_t *o) { timed_t *s = ctx; return s->inner.get(s->inner.ctx, u, o); }
-static fl_err_t timed_del(void *ctx, const char *u) { timed_t *s = ctx; return s->inner.del(s->inner.ctx, u); }
+#define REWRITE_WINDOW_MS 8   /* mem_timed_t (mem_table.h) */
 
 FL_TEST(rewrite_retry_backs_off_before_reloading)
 {
     mem_table_t *t = calloc(1, sizeof *t);
-    timed_t s = { 0 };
+    mem_timed_t s = { .window_ms = REWRITE_WINDOW_MS };
     mem_table_init_spec(t, &s.inner, SPEC_CAT);
     for (int k = 0; k < 4; k++) REQUIRE(append_rows(&s.inner, k * 30, 30, 3) > 0);
-    fl_table_ops_t ops = { &s, timed_load, timed_commit, timed_put, timed_put_file, timed_get, timed_del,
-                           NULL, NULL, NULL };
+    fl_table_ops_t ops = mem_timed_ops(&s);
     fl_rewrite_result_t r;
     char err[512] = "";
     fl_err_t e = fl_rewrite_run(&ops, &(fl_rewrite_opts_t){ 0 }, &r, err, sizeof err);
