@@ -2,11 +2,13 @@
 tests/compat/fetch.sh puts in tests/compat/.cache/kafka-<version>/lib (fetched on first
 use, as tests/compat/run.sh does), listening on 127.0.0.1 only; plus small helpers to
 create topics, produce and consume with confluent-kafka, and to run `floe sink`."""
+import json
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -98,6 +100,28 @@ class Broker:
             if i % 1000 == 0:
                 p.poll(0)
         assert p.flush(30) == 0
+
+    def produce_events_in_background(self, topic, n, every, pause):
+        """Starts a thread that writes the n events {"id": i, "name": "n<i>", "ts": ...}
+        (i = 0..n-1) to topic, sleeping `pause` seconds after each `every` records, so that a
+        test can kill things while it runs. Returns (thread, done): done is set once all n
+        are flushed; join the thread before the test ends."""
+        done = threading.Event()
+
+        def producer():
+            from confluent_kafka import Producer
+            p = Producer({"bootstrap.servers": self.bootstrap, "enable.idempotence": True, "linger.ms": 5})
+            for i in range(n):
+                p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
+                if i % every == 0:
+                    p.poll(0)
+                    time.sleep(pause)
+            p.flush(30)
+            done.set()
+
+        th = threading.Thread(target=producer)
+        th.start()
+        return th, done
 
     def consume_all(self, topic, expect, timeout=30):
         from confluent_kafka import Consumer

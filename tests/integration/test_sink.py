@@ -76,6 +76,16 @@ def wait_rows(cat, ident, n, sink, timeout=60):
     raise AssertionError("%s has %s rows, want %d\n%s" % (ident, None if t is None else t.num_rows, n, sink.log()[-3000:]))
 
 
+def kill_config(tmp_path, floe, arn, name, topic, ns, commit_ms):
+    """The config file of a sink of topic into ns.events that commits every commit_ms and
+    whose killed members' partitions move soon (their sessions time out after 6 s)."""
+    doc = connector(floe, arn, name, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": str(commit_ms),
+                       "consumer.override.session.timeout.ms": "6000",
+                       "consumer.override.heartbeat.interval.ms": "500"})
+    return write_config(tmp_path, doc)
+
+
 def make_events_table(cat, ns, name):
     cat.create_namespace_if_not_exists(ns)
     schema = Schema(NestedField(1, "id", LongType(), required=False),
@@ -133,27 +143,8 @@ def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_ca
     make_events_table(rest_catalog, ns, "events")
     kafka.create_topic(topic, 3)
     n, kills = int(os.environ.get("FLOE_SINK_KILL_N", "3000")), int(os.environ.get("FLOE_SINK_KILLS", "6"))
-    doc = connector(floe, table_bucket, "kill-" + topic, topics=topic,
-                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "300",
-                       # a killed member's partitions move after its session times out
-                       "consumer.override.session.timeout.ms": "6000",
-                       "consumer.override.heartbeat.interval.ms": "500"})
-    cfg = write_config(tmp_path, doc)
-    done = threading.Event()
-
-    def producer():
-        from confluent_kafka import Producer
-        p = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True, "linger.ms": 5})
-        for i in range(n):
-            p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
-            if i % 100 == 0:
-                p.poll(0)
-                time.sleep(0.3)
-        p.flush(30)
-        done.set()
-
-    th = threading.Thread(target=producer)
-    th.start()
+    cfg = kill_config(tmp_path, floe, table_bucket, "kill-" + topic, topic, ns, 300)
+    th, done = kafka.produce_events_in_background(topic, n, 100, 0.3)
     rnd = random.Random(int(os.environ.get("FLOE_SINK_SEED", "11")))
     try:
         for k in range(kills):

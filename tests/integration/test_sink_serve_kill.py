@@ -16,7 +16,7 @@ import uuid
 from conftest import FloeServer, free_port
 from kafka_fixtures import Sink, kafka  # noqa: F401
 from rest_fixtures import load_rest_catalog, s3tables_client
-from test_sink import connector, make_events_table, rows, wait_rows, write_config
+from test_sink import kill_config, make_events_table, rows, wait_rows
 
 ROUNDS = int(os.environ.get("FLOE_SINK_KILL_ROUNDS", "4"))
 SEED = int(os.environ.get("FLOE_SINK_SEED", "11"))
@@ -36,26 +36,8 @@ def test_sink_and_serve_sigkilled_in_rounds_exactly_n(tmp_path, kafka):  # noqa:
         make_events_table(cat, ns, "events")
         kafka.create_topic(topic, 3)
         n = int(os.environ.get("FLOE_SINK_KILL_N", str(1000 + 1200 * ROUNDS)))
-        doc = connector(srv, arn, "sk-" + topic, topics=topic,
-                        **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "200",
-                           "consumer.override.session.timeout.ms": "6000",
-                           "consumer.override.heartbeat.interval.ms": "500"})
-        cfg = write_config(tmp_path, doc)
-        done = threading.Event()
-
-        def producer():
-            from confluent_kafka import Producer
-            p = Producer({"bootstrap.servers": kafka.bootstrap, "enable.idempotence": True, "linger.ms": 5})
-            for i in range(n):
-                p.produce(topic, json.dumps({"id": i, "name": "n%d" % i, "ts": 1700000000000 + i}).encode())
-                if i % 50 == 0:
-                    p.poll(0)
-                    time.sleep(0.1)
-            p.flush(30)
-            done.set()
-
-        th = threading.Thread(target=producer)
-        th.start()
+        cfg = kill_config(tmp_path, srv, arn, "sk-" + topic, topic, ns, 200)
+        th, done = kafka.produce_events_in_background(topic, n, 50, 0.1)
         sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
         serve_kills = 0
         for k in range(ROUNDS):
