@@ -237,10 +237,12 @@ static void *pump(void *arg)
         if (atomic_load(&p->l->cut)) continue;                   /* the answer is lost */
         bool hit = p->client_side && atomic_load(&p->px->armed) &&
                    memmem(buf, (size_t)n, commit_msg, sizeof commit_msg) != NULL;
-        if (send(p->to, buf, (size_t)n, MSG_NOSIGNAL) != n) break;
-        if (hit) {
+        if (hit) { /* cut the way back before the COMMIT leaves: its answer never arrives */
             atomic_store(&p->px->armed, 0);
             atomic_store(&p->l->cut, 1);
+        }
+        if (send(p->to, buf, (size_t)n, MSG_NOSIGNAL) != n) break;
+        if (hit) {
             usleep(300 * 1000);                                  /* the server commits */
             shutdown(p->from, SHUT_RDWR);
             shutdown(p->to, SHUT_RDWR);
