@@ -266,9 +266,23 @@ static json_t *parse_number(const char *s, bool want_int)
     return NULL;
 }
 
-/* Decimal bytes (base64 of the big-endian two's-complement unscaled value). */
+/* The scale of a Connect Decimal schema s (parameters.scale, a string): 0..38
+ * (Iceberg's decimal), else -1. */
+static int connect_scale(json_t *s)
+{
+    const char *sc = json_string_value(json_object_get(json_object_get(s, "parameters"), "scale"));
+    if (!sc) return 0;
+    char *end;
+    errno = 0;
+    long v = strtol(sc, &end, 10);
+    return errno || end == sc || *end || v < 0 || v > 38 ? -1 : (int)v;
+}
+
+/* Decimal bytes (base64 of the big-endian two's-complement unscaled value);
+ * scale 0..38 (connect_scale), so the digits fit the buffers below. */
 static json_t *decimal_from_base64(const char *b64, int scale)
 {
+    if (scale < 0 || scale > 38) return NULL;
     unsigned char raw[64];
     long n = fl_base64_decode(b64, strlen(b64), raw, sizeof raw);
     if (n <= 0 || n > 16) return NULL;
@@ -379,8 +393,7 @@ static fl_err_t conv(const fl_field_t *f, json_t *v, json_t *s, bool ci, const c
         return bad(err, errlen, path, "expected a number", NULL);
     case FL_TYPE_DECIMAL:
         if (lname && !strcmp(lname, DECIMAL_LOGICAL) && json_is_string(v)) {
-            const char *sc = json_string_value(json_object_get(json_object_get(s, "parameters"), "scale"));
-            if ((*out = decimal_from_base64(json_string_value(v), sc ? atoi(sc) : 0))) return FL_OK;
+            if ((*out = decimal_from_base64(json_string_value(v), connect_scale(s)))) return FL_OK;
             return bad(err, errlen, path, "not Connect decimal bytes", NULL);
         }
         if (json_is_number(v) || json_is_string(v)) { *out = json_incref(v); return FL_OK; }
@@ -389,7 +402,12 @@ static fl_err_t conv(const fl_field_t *f, json_t *v, json_t *s, bool ci, const c
         if (json_is_integer(v) || json_is_string(v)) { *out = json_incref(v); return FL_OK; }
         return bad(err, errlen, path, "expected a date (days or yyyy-mm-dd)", NULL);
     case FL_TYPE_TIME:
-        if (json_is_integer(v)) { *out = json_integer(json_integer_value(v) * 1000); return FL_OK; } /* millis */
+        if (json_is_integer(v)) { /* millis of the day */
+            json_int_t ms = json_integer_value(v);
+            if (ms < 0 || ms >= 86400000) return bad(err, errlen, path, "time of day out of range", NULL);
+            *out = json_integer(ms * 1000);
+            return FL_OK;
+        }
         if (json_is_string(v)) { *out = json_incref(v); return FL_OK; }
         return bad(err, errlen, path, "expected a time (millis of the day or hh:mm:ss)", NULL);
     case FL_TYPE_TIMESTAMP: case FL_TYPE_TIMESTAMPTZ: case FL_TYPE_TIMESTAMP_NS: case FL_TYPE_TIMESTAMPTZ_NS: {
@@ -577,9 +595,10 @@ static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *
     const char *t = cs_type(s), *n = cs_name(s);
     if (!t) return NULL;
     if (n && !strcmp(n, DECIMAL_LOGICAL)) {
-        const char *sc = json_string_value(json_object_get(json_object_get(s, "parameters"), "scale"));
+        int scale = connect_scale(s);
+        if (scale < 0) return NULL;
         char b[40];
-        snprintf(b, sizeof b, "decimal(38, %d)", sc ? atoi(sc) : 0);
+        snprintf(b, sizeof b, "decimal(38, %d)", scale);
         return json_string(b);
     }
     if (n && !strcmp(n, TS_LOGICAL)) return json_string("timestamptz");

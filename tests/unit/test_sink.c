@@ -178,6 +178,13 @@ FL_TEST(sink_convert_coercions)
     REQUIRE(o);
     CHECK_STR(json_string_value(json_object_get(o, "price")), "-2.00");
     json_decref(o);
+    /* a scale from the record's own schema outside Iceberg's 0..38 is a bad record, not a write
+     * past the digit buffer */
+    CHECK(!convert(&root, "{\"id\":1,\"price\":\"AQ==\"}",
+                   "{\"type\":\"struct\",\"fields\":[{\"field\":\"price\",\"type\":\"bytes\",\"name\":"
+                   "\"org.apache.kafka.connect.data.Decimal\",\"parameters\":{\"scale\":\"500\"}}]}",
+                   false, NULL, err, sizeof err));
+    CHECK(strstr(err, "price") != NULL);
     fl_vec_free(&v);
     fl_field_free(&root);
     json_decref(missing);
