@@ -42,6 +42,7 @@
 #define FL_S3_MAX_LIST_KEYS        1000
 #define FL_STORE_MAX_FWD_HEADERS   256               /* an object's headers forwarded to a remote store */
 #define FL_STORE_READ_CHUNK        (4 * 1024 * 1024) /* one ranged GET of a remote-store object */
+#define FL_S3S_MAX_BUCKETS         100000            /* buckets read from a remote store's listing */
 #define FL_S3_MAX_META_BYTES       (2 * 1024)        /* user metadata total, as S3 */
 
 #define FL_XML_MAX_NODES           20000          /* elements of one XML request body */

@@ -1101,8 +1101,9 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket, const c
         return FL_ERR_INVALID;
     }
     if (s->remote) {
-        err = fl_s3s_put(s->remote, w->failed ? -1 : w->fd, w->size, bucket, key, keylen, meta, cond);
-        if (w->failed) err = FL_ERR_IO;
+        /* a spool that failed to fill (disk full) must not reach the store: it would
+         * replace the object with what little was written */
+        err = w->failed ? FL_ERR_IO : fl_s3s_put(s->remote, w->fd, w->size, bucket, key, keylen, meta, cond);
         fl_blob_w_abort(w);
         return err;
     }

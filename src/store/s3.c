@@ -460,7 +460,10 @@ fl_err_t fl_s3s_bucket_list(fl_s3s_t *r, fl_bucket_info_t **out, size_t *n)
             free(k);
         }
         const char *tr = fl_xml_child_text(root, "IsTruncated"), *nx = fl_xml_child_text(root, "NextContinuationToken");
-        if (tr && !strcmp(tr, "true") && nx && strlen(nx) < sizeof token) snprintf(token, sizeof token, "%s", nx);
+        /* a store repeating its token, or listing more than floe keeps buckets, ends the walk */
+        if (tr && !strcmp(tr, "true") && nx && strlen(nx) < sizeof token && strcmp(nx, token) != 0 &&
+            cnt < FL_S3S_MAX_BUCKETS)
+            snprintf(token, sizeof token, "%s", nx);
         else token[0] = 0;
         fl_xml_free(root);
     } while (token[0]);
