@@ -280,12 +280,14 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             }
             r.who = &who;
         }
-        if (r.who && strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && !is_commit(rest, &r)) {
-            /* a write may change what identities and policies say: see fl_iam_write_begin */
+        bool iam_api = !strcmp(auth.service, "iam") || !strcmp(auth.service, "sts");
+        if (r.who && (iam_api || (strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && !is_commit(rest, &r)))) {
+            /* a write may change what identities and policies say: see fl_iam_write_begin
+             * (the IAM/STS query APIs take their Action from a GET's query too) */
             fl_iam_write_begin(cfg->iam);
             writing = true;
         }
-        if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts")) {
+        if (iam_api) {
             fl_iam_api_handle(&r);
             goto out;
         }
