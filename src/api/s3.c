@@ -52,7 +52,9 @@ typedef struct s3req {
     fl_sigv4_auth_t auth;
     bool signed_req;
     bool responded;
-    bool bucket_nul;     /* the decoded bucket name held a NUL (bucket is cut there) */
+    bool bucket_bad;     /* the decoded bucket name held a NUL (bucket is cut there), a '/'
+                          * (it would name a path inside another bucket) or, from a Host,
+                          * anything but a-z 0-9 . - : refused before anything else */
     fl_sig_dialect_t dialect; /* OSS4 or V1: answer as OSS (see the top of the file) */
     fl_iam_who_t who;    /* the signer (when signed and identities are on) */
     bool have_who;
@@ -329,7 +331,10 @@ static fl_err_t parse_path(s3req_t *r)
     if (hb) { /* virtual-hosted: the path is "/" or "/{key}" */
         r->vhost = true;
         r->bucket = fl_strndup(hb, hbl);
-        for (char *c = r->bucket; *c; c++) *c = (char)tolower((unsigned char)*c);
+        for (char *c = r->bucket; *c; c++) {
+            *c = (char)tolower((unsigned char)*c);
+            if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-') r->bucket_bad = true;
+        }
         if (n > 1) {
             fl_buf_t k;
             fl_buf_init(&k, FL_HTTP_MAX_TARGET_BYTES);
@@ -352,10 +357,10 @@ static fl_err_t parse_path(s3req_t *r)
         fl_buf_free(&b);
         return FL_ERR_INVALID;
     }
-    bool nul = memchr(b.ptr, 0, b.len) != NULL;
+    bool bad = memchr(b.ptr, 0, b.len) != NULL || memchr(b.ptr, '/', b.len) != NULL;
     r->bucket = fl_buf_steal(&b);
-    if (nul) { /* would be read as a shorter name */
-        r->bucket_nul = true;
+    if (bad) { /* a NUL would be read as a shorter name, a '/' as a path in another bucket */
+        r->bucket_bad = true;
         return FL_OK;
     }
     if (slash && (size_t)(slash - p) + 1 < n) {
@@ -2139,7 +2144,7 @@ void fl_s3_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         s3_error(&r, 400, "InvalidURI", "Couldn't parse the specified URI.");
         goto out;
     }
-    if (r.bucket_nul) {
+    if (r.bucket_bad) {
         fl_http_set_op(c, "Invalid");
         s3_error(&r, 400, "InvalidBucketName", NULL);
         goto out;

@@ -130,6 +130,12 @@ def test_nul_in_bucket_name_refused(floe, s3, bucket):
     r = raw_s3(floe, "DELETE", "/%s%%00x/k" % bucket)
     assert s3_err(r) == (400, "InvalidBucketName"), r.text
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"not yours"
+    # an encoded '/' would name a path inside another bucket (a table's warehouse) under
+    # the rules of a bucket that does not exist
+    s3.put_object(Bucket=bucket, Key="x/k", Body=b"inner")
+    r = raw_s3(floe, "GET", "/%s%%2Fx/k" % bucket)
+    assert s3_err(r) == (400, "InvalidBucketName"), r.text
+    assert b"inner" not in r.content
     # keys, copy sources and query parameters with a NUL are refused, never cut short
     r = raw_s3(floe, "GET", "/%s/k%%00x" % bucket)
     assert r.status_code == 400, r.text
