@@ -893,6 +893,8 @@ static void do_rename(rctx_t *x, bool view)
     if (e == FL_ERR_EXISTS) err(x, 409, "AlreadyExistsException", "A table or view with the destination name exists.");
     else if (e == FL_ERR_NOT_FOUND)
         err(x, 404, view ? "NoSuchViewException" : "NoSuchTableException", "The source does not exist.");
+    else if (e == FL_ERR_CONFLICT)
+        err(x, 503, "ServiceUnavailableException", "The rename raced another change to these tables; retry it.");
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else send_204(x);
 }

@@ -598,6 +598,15 @@ out:
     return err;
 }
 
+/* A rename whose UPDATE failed on the name's key lost to a create of the
+ * destination committed after its check (READ COMMITTED sees no row that is
+ * not yet committed): that is the destination existing, not a failure. */
+static fl_err_t rename_lost(fl_catalog_t *c, const char *bucket, const char *ns, const char *name)
+{
+    fl_table_t t;
+    return pg_table_get(c, bucket, ns, name, &t) == FL_OK ? FL_ERR_EXISTS : FL_ERR_CONFLICT;
+}
+
 static fl_err_t pg_table_rename(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                                 const char *new_ns, const char *new_name, const char *expect_id,
                                 const char *expect_token)
@@ -622,7 +631,9 @@ static fl_err_t pg_table_rename(fl_catalog_t *c, const char *bucket, const char 
     fl_pg_arg_i64(&a, 7, fl_now_ms());
     err = fl_pg_exec(k, ST_T_RENAME, &a, "table rename");
 out:
-    TX_END(c, k)
+    err = fl_pg_end(k, err);
+    fl_pg_put(c->pg, k);
+    return err == FL_ERR_CONFLICT ? rename_lost(c, bucket, new_ns, new_name) : err;
 }
 
 static fl_err_t pg_table_delete(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
