@@ -50,8 +50,11 @@ def free_port():
 
 class FloeServer:
     def __init__(self, data_dir, name="floe", env_keys=True, extra_args=(), s3_port=None,
-                 catalog_port=None):
+                 catalog_port=None, shared_key=None):
         self.data_dir = str(data_dir)
+        # names the PostgreSQL database and the object-store prefix: the data dir,
+        # or the cluster's for a cluster node (FloeCluster)
+        self.shared_key = str(shared_key or data_dir)
         self.name = name
         self.env_keys = env_keys
         self.extra_args = list(extra_args)
@@ -70,6 +73,10 @@ class FloeServer:
         return "http://127.0.0.1:%d" % self.s3_port
 
     def start(self, timeout=20.0):
+        self.spawn()
+        return self.wait_healthy(timeout)
+
+    def spawn(self):
         if not os.path.exists(FLOE_BIN):
             pytest.skip("floe binary not built: %s" % FLOE_BIN)
         env = dict(os.environ)
@@ -84,9 +91,9 @@ class FloeServer:
                 "--catalog-listen", "127.0.0.1:%d" % self.catalog_port,
                 "--region", REGION] + self.extra_args
         if pgserver.wanted() and not any(a.startswith("--catalog-db") for a in self.extra_args):
-            args += ["--catalog-db", pgserver.database_for(self.data_dir)]
+            args += ["--catalog-db", pgserver.database_for(self.shared_key)]
         if objstore.wanted() and not any(a.startswith("--object-store") for a in self.extra_args):
-            args += objstore.args_for(self.data_dir, FLOE_BIN, ACCESS_KEY, SECRET_KEY, REGION)
+            args += objstore.args_for(self.shared_key, FLOE_BIN, ACCESS_KEY, SECRET_KEY, REGION)
         if not any(a.startswith("--maintenance-interval") for a in self.extra_args):
             # the scheduler would compact other tests' tables under them: off
             # unless a test asks for it (test_maint_server.py)
@@ -99,6 +106,8 @@ class FloeServer:
             self.proc = subprocess.Popen(args, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
                                          env=env)
         _SERVERS.append(self)
+
+    def wait_healthy(self, timeout=20.0):
         end = time.time() + timeout
         last = None
         while time.time() < end:
@@ -171,6 +180,174 @@ class FloeServer:
                 pass
         return out
 
+CLUSTER_NODES = int(os.environ.get("FLOE_TEST_CLUSTER", "0") or 0)
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
+# files an operator copies from the first node to the others: the generated root key
+# (servers started without FLOE_ROOT_*) and the key sealing IAM secrets in the catalog
+SHARED_NODE_FILES = ("root-key", "iam-master-key")
+
+
+def cluster_wanted():
+    return CLUSTER_NODES > 1
+
+
+if cluster_wanted():
+    # nodes share the catalog and the store: the cluster implies both
+    os.environ.setdefault("FLOE_TEST_CATALOG", "postgres")
+    os.environ.setdefault("FLOE_TEST_OBJECT_STORE", "floe")
+
+
+class FloeCluster:
+    """FLOE_TEST_CLUSTER=N: N floe serve nodes on one catalog database and one
+    object store, behind one HAProxy (round-robin per request) listening on
+    s3_port and catalog_port, with FloeServer's interface. Node 0 keeps
+    data_dir, node i uses data_dir-node<i>; the database and the store prefix
+    are named by data_dir, so a restarted cluster finds its catalog again."""
+
+    def __init__(self, data_dir, name="floe", env_keys=True, extra_args=(), s3_port=None,
+                 catalog_port=None, nodes=None):
+        self.data_dir = str(data_dir)
+        self.name = name
+        self.env_keys = env_keys
+        self.extra_args = list(extra_args)
+        self.s3_port = s3_port or free_port()
+        self.catalog_port = catalog_port or free_port()
+        self.haproxy = None
+        n = nodes or CLUSTER_NODES
+        pub = [] if any(a.startswith("--public-s3-endpoint") for a in self.extra_args) else \
+            ["--public-s3-endpoint", self.endpoint]
+        self.nodes = [FloeServer(self.data_dir if i == 0 else "%s-node%d" % (self.data_dir, i),
+                                 name="%s.n%d" % (name, i), env_keys=env_keys,
+                                 extra_args=self.extra_args + pub, shared_key=self.data_dir)
+                      for i in range(n)]
+        logdir = Path(tempfile.mkdtemp(prefix="haproxy-", dir=os.path.dirname(os.path.abspath(self.data_dir))))
+        self.haproxy_cfg = logdir / "haproxy.cfg"
+        self.haproxy_log = logdir / "haproxy.log"
+
+    @property
+    def endpoint(self):
+        return "http://127.0.0.1:%d" % self.s3_port
+
+    @property
+    def stopped_at(self):
+        return max((n.stopped_at for n in self.nodes if n.stopped_at), default=None)
+
+    @property
+    def returncode(self):
+        rcs = [n.returncode for n in self.nodes]
+        return next((rc for rc in rcs if rc != 0), rcs[0])
+
+    def _haproxy_config(self):
+        def backend(name, attr):
+            return "backend %s\n    balance roundrobin\n%s\n" % (name, "\n".join(
+                "    server %s 127.0.0.1:%d" % (n.name.replace(".", "_"), getattr(n, attr))
+                for n in self.nodes))
+        # no health checks, no retries: every request goes to the next node in
+        # turn, and a node that is down fails it (tests stop the whole cluster).
+        # Buffers and header counts above floe's own caps, so floe decides them.
+        return """global
+    maxconn 4096
+    tune.bufsize 131072
+    tune.http.maxhdr 256
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    timeout http-keep-alive 60s
+    retries 0
+    option accept-invalid-http-request
+    option http-buffer-request
+frontend s3
+    bind 127.0.0.1:%d
+    default_backend s3_nodes
+frontend catalog
+    bind 127.0.0.1:%d
+    default_backend catalog_nodes
+%s%s""" % (self.s3_port, self.catalog_port, backend("s3_nodes", "s3_port"),
+           backend("catalog_nodes", "catalog_port"))
+
+    def _start_haproxy(self, timeout=10.0):
+        if self.haproxy is not None and self.haproxy.poll() is None:
+            return
+        if not os.path.exists(HAPROXY):
+            pytest.skip("FLOE_TEST_CLUSTER needs haproxy (apt-get install haproxy)")
+        self.haproxy_cfg.write_text(self._haproxy_config())
+        self.haproxy = subprocess.Popen([HAPROXY, "-f", str(self.haproxy_cfg), "-db"], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=open(self.haproxy_log, "ab"))
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.haproxy.poll() is not None:
+                break
+            try:
+                for port in (self.s3_port, self.catalog_port):
+                    with urllib.request.urlopen("http://127.0.0.1:%d/health" % port, timeout=1) as r:
+                        assert r.status == 200
+                return
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.05)
+        self._stop_haproxy()
+        pytest.fail("haproxy did not start:\n%s" % self.haproxy_log.read_text(errors="replace"))
+
+    def _stop_haproxy(self):
+        if self.haproxy is not None:
+            if self.haproxy.poll() is None:
+                self.haproxy.terminate()
+                try:
+                    self.haproxy.wait(10)
+                except subprocess.TimeoutExpired:
+                    self.haproxy.kill()
+                    self.haproxy.wait()
+            self.haproxy = None
+
+    def start(self, timeout=20.0):
+        first, rest = self.nodes[0], self.nodes[1:]
+        first.start(timeout)            # migrates the catalog; writes the keys the others copy
+        for n in rest:
+            os.makedirs(n.data_dir, mode=0o700, exist_ok=True)
+            for f in SHARED_NODE_FILES:
+                src, dst = os.path.join(first.data_dir, f), os.path.join(n.data_dir, f)
+                if os.path.exists(src) and not os.path.exists(dst):
+                    shutil.copy2(src, dst)
+        for n in rest:
+            n.spawn()
+        for n in rest:
+            n.wait_healthy(timeout)
+        self._start_haproxy()
+        return self
+
+    def alive(self):
+        return all(n.alive() for n in self.nodes)
+
+    def stop(self, timeout=15.0):
+        """SIGTERM to every node and wait; the first non-zero status (None if one had to be killed)."""
+        for n in self.nodes:
+            if n.proc is not None and n.proc.poll() is None:
+                n.proc.send_signal(signal.SIGTERM)
+        rcs = [n.stop(timeout) for n in self.nodes]
+        self._stop_haproxy()
+        return next((rc for rc in rcs if rc != 0), rcs[0])
+
+    def kill(self):
+        for n in self.nodes:
+            n.kill()
+        self._stop_haproxy()
+
+    def restart(self, **kw):
+        self.stop()
+        return self.start(**kw)
+
+    def tail(self, n=60):
+        return "\n".join(node.tail(n) for node in self.nodes)
+
+    def log_text(self):
+        return "".join(node.log_text() for node in self.nodes)
+
+
+def make_server(data_dir, **kw):
+    """A FloeServer, or under FLOE_TEST_CLUSTER=N a FloeCluster of N nodes."""
+    return FloeCluster(data_dir, **kw) if cluster_wanted() else FloeServer(data_dir, **kw)
+
 
 def make_client(endpoint, access_key=ACCESS_KEY, secret=SECRET_KEY, region=REGION, **cfg):
     s3cfg = {"addressing_style": "path"}
@@ -185,6 +362,22 @@ def make_client(endpoint, access_key=ACCESS_KEY, secret=SECRET_KEY, region=REGIO
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long-running (large uploads, kill/restart, races)")
+    config.addinivalue_line("markers", "single_node(reason): needs one floe serve process or its local disk "
+                                       "layout; skipped under FLOE_TEST_CLUSTER")
+    config.addinivalue_line("markers", "fs_store(reason): needs floe's own fs object store; skipped under "
+                                       "FLOE_TEST_OBJECT_STORE (and so FLOE_TEST_CLUSTER)")
+    if cluster_wanted() and not (pgserver.wanted() and objstore.wanted()):
+        raise pytest.UsageError("FLOE_TEST_CLUSTER=N needs FLOE_TEST_CATALOG=postgres and "
+                                "FLOE_TEST_OBJECT_STORE=floe: nodes share the catalog and the store")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for marker, applies in (("single_node", cluster_wanted()), ("fs_store", objstore.wanted())):
+            m = item.get_closest_marker(marker)
+            if m is not None and applies:
+                why = m.args[0] if m.args else m.kwargs.get("reason", "")
+                item.add_marker(pytest.mark.skip(reason="%s: %s" % (marker, why)))
 
 
 def pytest_runtest_setup(item):
@@ -210,7 +403,7 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session")
 def floe(tmp_path_factory):
     data = tmp_path_factory.mktemp("floe-data")
-    srv = FloeServer(data, name="session")
+    srv = make_server(data, name="session")
     srv.start()
     yield srv
     rc = srv.stop()
@@ -223,7 +416,7 @@ def floe_factory(tmp_path):
 
     def factory(data_dir=None, **kw):
         d = data_dir or tempfile.mkdtemp(prefix="floe-data-", dir=tmp_path)
-        srv = FloeServer(d, name="extra%d" % len(started), **kw)
+        srv = make_server(d, name="extra%d" % len(started), **kw)
         started.append(srv)
         return srv.start()
 

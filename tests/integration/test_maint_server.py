@@ -71,17 +71,20 @@ def job_status(s3t, arn, ns, name):
 
 
 def metrics(srv):
-    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % srv.catalog_port, timeout=10) as r:
-        return r.read().decode()
+    """Every node's /metrics (a cluster's job ran on whichever node claimed it)."""
+    text = ""
+    for node in getattr(srv, "nodes", [srv]):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % node.catalog_port, timeout=10) as r:
+            text += r.read().decode()
+    return text
 
 
 def metric(text, name, **labels):
+    """The sum of the series over the nodes in text (None if absent)."""
     want = ",".join('%s="%s"' % kv for kv in labels.items())
     line = "%s{%s} " % (name, want) if labels else name + " "
-    for ln in text.splitlines():
-        if ln.startswith(line):
-            return float(ln.split()[-1])
-    return None
+    vals = [float(ln.split()[-1]) for ln in text.splitlines() if ln.startswith(line)]
+    return sum(vals) if vals else None
 
 
 @pytest.fixture
