@@ -27,5 +27,15 @@ fi
 echo "== integration on PostgreSQL: the catalog, REST and S3 Tables tests with every floe serve on a test PostgreSQL (FLOE_TEST_CATALOG=postgres)"
 FLOE_TEST_CATALOG=postgres FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/integration/test_tables_api.py tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py
+echo "== integration on a 3-node cluster (FLOE_TEST_CLUSTER=3): every floe serve is 3 nodes on the test PostgreSQL and a shared S3 store, behind HAProxy round-robin"
+# A representative subset, to keep CI time small (~4 min): the harness itself, the S3 Tables API,
+# Iceberg REST through PyIceberg and its commit races, S3 objects and multipart (uploads begun on
+# one node and continued on the others), and the maintenance scheduler's leases across nodes.
+# Tests marked single_node (one process or its disk) or fs_store skip themselves.
+FLOE_TEST_CLUSTER=3 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider \
+  tests/integration/test_cluster_mode.py tests/integration/test_tables_api.py \
+  tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py \
+  tests/integration/test_s3_objects.py tests/integration/test_s3_multipart.py \
+  tests/integration/test_maint_server.py
 echo "== integration tests (real clients against the ASan+UBSan floe)"
 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"
