@@ -10,7 +10,22 @@ SQLite file: one throw-away PostgreSQL per session (pgserver.py), one
 database per data dir (a restarted server finds its catalog again).
 
 FLOE_TEST_OBJECT_STORE=floe runs every server on a shared S3 object store
-(--object-store; objstore.py: a backing floe serve, one prefix per data dir)."""
+(--object-store; objstore.py: a backing floe serve, one prefix per data dir).
+
+FLOE_TEST_CLUSTER=N (N >= 2; implies the two above) makes every `floe` and
+`floe_factory` server a FloeCluster: N floe serve nodes sharing one PostgreSQL
+database and one store prefix (both named by the cluster's data dir), behind
+one HAProxy (Debian's haproxy) whose two frontends are the object's s3_port
+and catalog_port. HAProxy balances round-robin per request (consecutive
+requests on one client connection land on different nodes), with no health
+checks or retries, and `option http-buffer-request` (see docs/deployment.md).
+The object keeps FloeServer's interface: endpoint, ports, data_dir (node 0's),
+start/stop/kill/restart of all nodes, tail() and log_text() over all nodes,
+.nodes for the FloeServers. Node 0 starts first (it migrates the catalog);
+its root-key and iam-master-key are copied to the others, as an operator does.
+Tests that need one process or its disk carry @pytest.mark.single_node(why),
+tests that need the fs store @pytest.mark.fs_store(why): both skip themselves
+in the modes they do not fit. scripts/test.sh runs a subset in this mode."""
 import os
 import re
 import shutil

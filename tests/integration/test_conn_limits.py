@@ -19,6 +19,8 @@ import pytest
 import s3helpers as h
 from conftest import ACCESS_KEY, SECRET_KEY, make_client
 
+pytestmark = pytest.mark.single_node("one process's connection caps and raw-socket framing (HAProxy sits in between)")
+
 ATTACKER = "127.0.0.2"
 FLOOD = 1100              # more than the old total cap of 1024, per port
 PER_ADDR_CAP = 512        # FL_HTTP_MAX_CONNS_PER_ADDR

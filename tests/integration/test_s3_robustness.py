@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 import s3helpers as h
 from conftest import ACCESS_KEY, SECRET_KEY, make_client, unique_bucket_name
 
+pytestmark = pytest.mark.single_node("temp and blob bytes in DATA_DIR/objects, SIGKILL of the process receiving an upload")
+
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 CUT_AFTER = 300 * MiB

@@ -11,6 +11,8 @@ from botocore.exceptions import ClientError
 import s3helpers as h
 from conftest import make_client, unique_bucket_name
 
+pytestmark = pytest.mark.single_node('blob bytes given back in DATA_DIR/objects, SIGKILL of the process')
+
 MiB = 1024 * 1024
 
 

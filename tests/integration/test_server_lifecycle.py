@@ -12,6 +12,8 @@ from botocore.exceptions import ClientError
 import s3helpers as h
 from conftest import ACCESS_KEY, FLOE_BIN, SECRET_KEY, free_port, make_client, unique_bucket_name
 
+pytestmark = pytest.mark.single_node('SIGTERM of one process with its open connections, its exclusive data dir')
+
 MiB = 1024 * 1024
 
 
