@@ -24,6 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the catalog document (arn, "master-key-check") naming the key that sealed its secrets */
+#define FL_IAM_KEY_CHECK_ARN "floe:iam"
+
 #define TOUCH_EVERY_MS 60000  /* last-used is written at most once a minute per key */
 
 /* ---- the cache: direct-mapped slots of reference-counted immutable values,
@@ -172,10 +175,8 @@ static fl_err_t render_metrics(void *arg, fl_buf_t *out)
                          (unsigned long long)atomic_load(&iam->hits), (unsigned long long)atomic_load(&iam->misses));
 }
 
-static bool master_key(const char *dir, unsigned char key[32])
+static bool master_key(const char *path, unsigned char key[32])
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/iam-master-key", dir);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
         struct stat st;
@@ -196,7 +197,38 @@ static bool master_key(const char *dir, unsigned char key[32])
     return ok;
 }
 
-fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *root, const char *account)
+/* Nodes sharing a catalog must share its master key, or a secret sealed on one
+ * node does not open on another. The catalog keeps an HMAC of a constant under
+ * the key that sealed its secrets (written by the first node); a node whose key
+ * gives another value refuses to start instead of failing requests one by one.
+ * Two nodes first started at once with different keys: the re-read after the
+ * write makes the loser fail. */
+static bool master_key_matches(fl_catalog_t *cat, const unsigned char key[32], const char *path)
+{
+    static const char what[] = "floe iam master key check v1";
+    unsigned char mac[32];
+    char hex[65], want[80], *have = NULL;
+    fl_hmac_sha256(key, 32, what, sizeof what - 1, mac);
+    fl_hex(mac, sizeof mac, hex);
+    snprintf(want, sizeof want, "\"%s\"", hex);
+    fl_err_t e = fl_catalog_doc_get(cat, FL_IAM_KEY_CHECK_ARN, "master-key-check", &have);
+    if (e == FL_ERR_NOT_FOUND) {
+        if (fl_catalog_doc_put(cat, FL_IAM_KEY_CHECK_ARN, "master-key-check", want)) return false;
+        e = fl_catalog_doc_get(cat, FL_IAM_KEY_CHECK_ARN, "master-key-check", &have);
+    }
+    if (e) {
+        fl_error("cannot read the catalog's IAM master key check: %s", fl_err_str(e));
+        return false;
+    }
+    bool same = strcmp(have, want) == 0;
+    free(have);
+    if (!same)
+        fl_error("%s is not the key that sealed this catalog's secrets: every node on one catalog needs the "
+                 "same key (copy the first node's file, or give each --iam-master-key-file)", path);
+    return same;
+}
+
+fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *root, const char *account)
 {
     fl_iam_t *iam = fl_calloc(1, sizeof *iam);
     iam->cat = cat;
@@ -204,7 +236,8 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *
     pthread_rwlock_init(&iam->mu, NULL);
     fl_strlcpy(iam->account, account, sizeof iam->account);
     snprintf(iam->root_arn, sizeof iam->root_arn, "arn:aws:iam::%s:root", iam->account);
-    if (!master_key(data_dir, iam->key)) {
+    if (!master_key(key_path, iam->key) || !master_key_matches(cat, iam->key, key_path)) {
+        OPENSSL_cleanse(iam->key, sizeof iam->key);
         pthread_rwlock_destroy(&iam->mu);
         free(iam);
         return NULL;

@@ -3,9 +3,12 @@
  * do one action on one resource.
  *
  * Secrets of users' and sessions' access keys are stored sealed (AES-256-GCM
- * under DATA_DIR/iam-master-key, mode 0600, made on first start); the root
+ * under a 32-byte key file, by default DATA_DIR/iam-master-key, mode 0600,
+ * made on first start); the root
  * key pair stays auth/keys.h's. Session credentials also need their session
  * token (x-amz-security-token), whose SHA-256 is kept, never the token.
+ * The catalog records a check value of the master key that sealed its
+ * secrets; fl_iam_open fails (logged) on a node whose key differs. 
  * Thread-safe after fl_iam_open; calls block on the catalog store. */
 #ifndef FL_CATALOG_IAM_H
 #define FL_CATALOG_IAM_H
@@ -19,9 +22,11 @@
 
 typedef struct fl_iam fl_iam_t;
 
-/* root: the root account's key pair (borrowed, outlives the handle);
- * account: its account id. NULL on failure (logged). Main thread. */
-fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *data_dir, const fl_keys_t *root, const char *account);
+/* key_path: the master key's file (made, 0600, when absent); root: the root
+ * account's key pair (borrowed, outlives the handle); account: its account id.
+ * NULL on failure (logged): the key file unreadable or open to others, or not
+ * the key the catalog's secrets were sealed with. Main thread. */
+fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *root, const char *account);
 void fl_iam_close(fl_iam_t *iam);
 
 /* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active,

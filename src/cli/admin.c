@@ -1,7 +1,8 @@
 /* floe admin: accounts (tenants) and their first keys, working on a data
- * directory's catalog store directly (the server may be running: the store
- * is SQLite in WAL mode; a PostgreSQL store works the same way through
- * meta/catalog.h). Secrets are printed once, here, and stored sealed.
+ * server's catalog store directly (the server may be running: SQLite is in
+ * WAL mode; a PostgreSQL store, --catalog-db, serialises like the nodes'
+ * writes). Secrets are printed once, here, and stored sealed under the
+ * nodes' IAM master key (--iam-master-key-file, as serve's).
  *
  *   floe admin create-account [--account ID] [--data-dir DIR]
  *   floe admin list-accounts [--data-dir DIR]
@@ -27,7 +28,9 @@ static void usage(FILE *f)
                "       floe admin create-user-key --account ID --user NAME [--data-dir DIR]\n"
                "  --data-dir   the server's data directory (FLOE_DATA_DIR, default ./floe-data)\n"
                "  --account    a 12-digit account id (create-account: random when absent)\n"
-               "  --server-account  the server's own account (serve --account; default 000000000000)\n");
+               "  --server-account  the server's own account (serve --account; default 000000000000)\n"
+               "  --catalog-db the nodes' catalog store, as serve's (FLOE_CATALOG_DB; default DATA-DIR/catalog.db)\n"
+               "  --iam-master-key-file  as serve's (FLOE_IAM_MASTER_KEY_FILE; default DATA-DIR/iam-master-key)\n");
 }
 
 static int create_user_key(fl_iam_t *iam, fl_catalog_t *cat, const char *account, const char *user)
@@ -68,6 +71,7 @@ static int create_user_key(fl_iam_t *iam, fl_catalog_t *cat, const char *account
 int fl_cmd_admin(int argc, char **argv)
 {
     const char *dir = getenv("FLOE_DATA_DIR"), *account = NULL, *user = NULL, *server = getenv("FLOE_ACCOUNT");
+    const char *catdb = getenv("FLOE_CATALOG_DB"), *keyfile = getenv("FLOE_IAM_MASTER_KEY_FILE");
     if (!dir) dir = "./floe-data";
     if (!server) server = "000000000000";
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -78,7 +82,8 @@ int fl_cmd_admin(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char **slot = !strcmp(argv[i], "--data-dir") ? &dir : !strcmp(argv[i], "--account") ? &account
                             : !strcmp(argv[i], "--user") ? &user : !strcmp(argv[i], "--server-account") ? &server
-                            : NULL;
+                            : !strcmp(argv[i], "--catalog-db") ? &catdb
+                            : !strcmp(argv[i], "--iam-master-key-file") ? &keyfile : NULL;
         if (!slot || i + 1 >= argc) {
             usage(stderr);
             return 2;
@@ -86,12 +91,15 @@ int fl_cmd_admin(int argc, char **argv)
         *slot = argv[++i];
     }
     fl_log_level = FL_LOG_WARN;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/catalog.db", dir);
+    char path[4200], keypath[4200];
+    if (catdb && *catdb) snprintf(path, sizeof path, "%s", catdb);
+    else snprintf(path, sizeof path, "%s/catalog.db", dir);
+    if (keyfile && *keyfile) snprintf(keypath, sizeof keypath, "%s", keyfile);
+    else snprintf(keypath, sizeof keypath, "%s/iam-master-key", dir);
     fl_catalog_t *cat = fl_catalog_open(path);
     if (!cat) return 1;
     static const fl_keys_t none = { "", "" };
-    fl_iam_t *iam = fl_iam_open(cat, dir, &none, server);
+    fl_iam_t *iam = fl_iam_open(cat, keypath, &none, server);
     int rc = 1;
     if (!iam) goto out;
     if (!strcmp(cmd, "create-account")) {

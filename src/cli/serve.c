@@ -32,7 +32,7 @@ enum { OPT_DATA_DIR, OPT_S3_LISTEN, OPT_CATALOG_LISTEN, OPT_REGION, OPT_INSECURE
        OPT_LOG_LEVEL, OPT_ROOT_AKID, OPT_ROOT_SECRET, OPT_ACCOUNT, OPT_ARN_STYLE, OPT_PUBLIC_S3,
        OPT_CONFIG, OPT_INSECURE_KEY_FILE, OPT_MAINT_INTERVAL, OPT_MAINT_THREADS, OPT_S3_DOMAIN,
        OPT_LOCATION_SCHEME, OPT_CATALOG_DB, OPT_DRAIN, OPT_OBJ_STORE, OPT_OBJ_ENDPOINT, OPT_OBJ_REGION,
-       OPT_OBJ_AKID, OPT_OBJ_SECRET, OPT_OBJ_TOKEN, OPT_OBJ_PATH_STYLE, OPT__COUNT };
+       OPT_OBJ_AKID, OPT_OBJ_SECRET, OPT_OBJ_TOKEN, OPT_OBJ_PATH_STYLE, OPT_IAM_KEY_FILE, OPT__COUNT };
 
 /* http://HOST:PORT for a listen address and the port it got (a wildcard host
  * is shown as 127.0.0.1; port 0 in the address is the bound port). */
@@ -76,6 +76,7 @@ static const struct {
     [OPT_OBJ_SECRET] = { "object-store-secret-access-key", "FLOE_OBJECT_STORE_SECRET_ACCESS_KEY", "", "secret for the object store (prefer the environment variable)", false },
     [OPT_OBJ_TOKEN] = { "object-store-session-token", "FLOE_OBJECT_STORE_SESSION_TOKEN", "", "session token for the object store's temporary credentials", false },
     [OPT_OBJ_PATH_STYLE] = { "object-store-path-style", "FLOE_OBJECT_STORE_PATH_STYLE", "false", "address the object store's bucket in the path (MinIO, Ceph, SeaweedFS, floe) instead of the host name", true },
+    [OPT_IAM_KEY_FILE] = { "iam-master-key-file", "FLOE_IAM_MASTER_KEY_FILE", "", "32-byte key sealing IAM secrets in the catalog, the same file on every node (default: DATA-DIR/iam-master-key, made on first start)", false },
     [OPT_DRAIN] = { "drain-seconds", "FLOE_DRAIN_SECONDS", "0", "on SIGTERM, keep serving this long while /health answers 503 (a load balancer stops sending), then stop", false },
 };
 
@@ -310,7 +311,10 @@ int fl_cmd_serve(int argc, char **argv)
     hc.cat = cat;
     hc.store = store;
     pthread_mutex_unlock(&hc.mu);
-    iam = fl_iam_open(cat, dir, &keys, vals[OPT_ACCOUNT]);
+    char keypath[4200];
+    if (vals[OPT_IAM_KEY_FILE][0]) snprintf(keypath, sizeof keypath, "%s", vals[OPT_IAM_KEY_FILE]);
+    else snprintf(keypath, sizeof keypath, "%s/iam-master-key", dir);
+    iam = fl_iam_open(cat, keypath, &keys, vals[OPT_ACCOUNT]);
     if (!iam) goto out;
     fl_s3_cfg_t s3cfg = {
         .store = store, .region = vals[OPT_REGION], .insecure_no_auth = truthy(vals[OPT_INSECURE]),

@@ -53,6 +53,20 @@ ACCESS_KEY = "FLOETESTKEY0000000001"
 SECRET_KEY = "floeTestSecret/0123456789abcdefghijklmnopq"
 REGION = "us-east-1"
 
+
+def _session_iam_master_key():
+    """One IAM master key file for every server of the session, as the nodes of
+    one deployment share theirs: servers on one catalog refuse a key that
+    differs. A test of the default (DATA_DIR/iam-master-key) unsets the variable."""
+    path = os.path.join(tempfile.mkdtemp(prefix="floe-iam-key-"), "iam-master-key")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.write(fd, os.urandom(32))
+    os.close(fd)
+    return path
+
+
+os.environ.setdefault("FLOE_IAM_MASTER_KEY_FILE", _session_iam_master_key())
+
 _SERVERS = []          # every server started in this session
 _TEST_START = [0.0]
 

@@ -10,15 +10,26 @@ import uuid
 
 import pytest
 
+import pgserver
+
 from iam_fixtures import iam_client, policy, rest_catalog_as, s3_client
 from rest_fixtures import load_rest_catalog, s3tables_client
 from tables_fixtures import client_error, make_s3tables_client
 from test_iam_enforce import ROWS, SCHEMA
 
 
+def catalog_of(floe):
+    """floe admin's flags for the server's catalog: its data dir's SQLite file,
+    or the PostgreSQL database its nodes share (FLOE_TEST_CATALOG=postgres)."""
+    where = ["--data-dir", floe.data_dir]
+    if pgserver.wanted():
+        where += ["--catalog-db", pgserver.database_for(getattr(floe, "shared_key", floe.data_dir))]
+    return where
+
+
 def admin(floe, *args):
-    out = subprocess.run([floe_bin(), "admin", *args, "--data-dir", floe.data_dir], capture_output=True,
-                         text=True, timeout=60)
+    out = subprocess.run([floe_bin(), "admin", *args, *catalog_of(floe)], capture_output=True, text=True,
+                         timeout=60)
     assert out.returncode == 0, out.stderr
     return dict(line.split(None, 1) for line in out.stdout.strip().splitlines())
 
@@ -52,7 +63,7 @@ def two(floe):
 def test_admin_accounts_and_isolation(floe, two):
     a, b = two
     assert a.id != b.id and len(a.id) == 12
-    listing = subprocess.run([floe_bin(), "admin", "list-accounts", "--data-dir", floe.data_dir],
+    listing = subprocess.run([floe_bin(), "admin", "list-accounts", *catalog_of(floe)],
                              capture_output=True, text=True, timeout=60).stdout
     assert a.id in listing and b.id in listing and a.ak in listing and a.sk not in listing
     me = iam_client(floe, a.ak, a.sk, svc="sts").get_caller_identity()

@@ -146,3 +146,27 @@ def test_root_key_file_readable_by_others_refused(floe_factory, tmp_path):
     srv = floe_factory(data_dir=str(data), env_keys=False)
     assert "accessible by group or others" not in srv.log_text()
     make_client(srv.endpoint).list_buckets()
+
+
+def test_node_with_another_iam_master_key_refuses_to_start(floe_factory, monkeypatch):
+    """Nodes on one catalog share its master key: a node whose key differs would
+    fail every request signed with an IAM user's key, so it refuses to start.
+    (The key at its default place, DATA_DIR/iam-master-key.)"""
+    monkeypatch.delenv("FLOE_IAM_MASTER_KEY_FILE")
+    srv = floe_factory()
+    key_path = os.path.join(srv.data_dir, "iam-master-key")
+    with open(key_path, "rb") as f:
+        good = f.read()
+    srv.stop()
+    with open(key_path, "wb") as f:
+        f.write(os.urandom(32))
+    srv.spawn()
+    try:
+        assert srv.proc.wait(20) != 0
+    finally:
+        srv._mark_stopped()
+    assert "is not the key that sealed this catalog's secrets" in srv.log_text()
+    with open(key_path, "wb") as f:
+        f.write(good)
+    srv.start()
+    assert make_client(srv.endpoint).list_buckets()["ResponseMetadata"]["HTTPStatusCode"] == 200
