@@ -329,7 +329,8 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
     t->ctx.ident = &t->ident;
     t->ctx.io = t->io;
     fl_rest_table_ops(&t->ctx, &t->ops);
-    if ((*e = fl_append_open(&t->ap, &t->ops, NULL, err, errlen))) goto fail;
+    fl_append_opts_t ao = { .max_row_group_bytes = FL_SINK_ROW_GROUP_BYTES };
+    if ((*e = fl_append_open(&t->ap, &t->ops, &ao, err, errlen))) goto fail;
     json_t *md = fl_append_metadata(t->ap);
     bool cut = false;
     t->offsets = fl_sink_table_offsets_cut(md, main_snapshot(md), s->key, &cut);
@@ -973,8 +974,10 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", NULL, 0);
     rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", NULL, 0);   /* as Kafka Connect's sink consumers */
     rd_kafka_conf_set(conf, "isolation.level", "read_committed", NULL, 0);
-    /* prefetch per partition; librdkafka's 64 MiB default dominated the sink's memory */
-    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", NULL, 0);
+    /* prefetch (one queue for all partitions in librdkafka 2.x); its 64 MiB default dominated the sink's memory */
+    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", FL_SINK_KAFKA_QUEUED_KB, NULL, 0);
+    /* one fetch answer for all partitions (librdkafka's 50 MiB default is what 1,000 partitions take) */
+    rd_kafka_conf_set(conf, "fetch.max.bytes", FL_SINK_KAFKA_FETCH_BYTES, NULL, 0);
     if ((e = kafka_conf(cfg->consumer, conf, err, errlen))) goto out;
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
