@@ -13,10 +13,17 @@ stime from /proc; the worker's only inside the window), peak RSS (VmHWM). Printe
 records/s and MiB/s (wall), and MiB/s and records/s per CPU-second. floe serve's CPU in
 each window is shown too (it serves both).
 
+Then floe sink alone: peak RSS draining WIDE_N events from a topic of WIDE_PARTITIONS
+partitions, and event-to-queryable latency at each commit interval of LAT_COMMIT_MS: LAT_RATE
+events/s for LAT_SECONDS into a fresh topic while the sink runs, each event's produce time
+against the first time (the table polled every LAT_POLL_MS) a snapshot's floe.offsets map
+covers its offset; p50/p99/max printed.
+
 The events carry a base64 payload of random bytes (incompressible, as real payloads
 mostly are). Env: N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
-     SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)
+     SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)  WIDE_PARTITIONS (1000; 0 skips)
+     WIDE_N (100000)  LAT_COMMIT_MS ("1000,200"; "" skips)  LAT_RATE (2000)  LAT_SECONDS (15)  LAT_POLL_MS (20)
 Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
 Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
 import datetime
@@ -46,6 +53,11 @@ COMMIT_MS = os.environ.get("COMMIT_MS", "1000")
 TASKS_MAX = os.environ.get("TASKS_MAX", "2")
 ICEBERG_VERSION = os.environ.get("ICEBERG_VERSION", "1.10.1")
 KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "3.9.2")
+WIDE_PARTITIONS = int(os.environ.get("WIDE_PARTITIONS", "1000"))
+WIDE_N = int(os.environ.get("WIDE_N", "100000"))
+LAT_RATE = int(os.environ.get("LAT_RATE", "2000"))
+LAT_SECONDS = float(os.environ.get("LAT_SECONDS", "15"))
+LAT_POLL_MS = int(os.environ.get("LAT_POLL_MS", "20"))
 FLOE_BIN = os.environ["FLOE_BIN"]
 CLK = os.sysconf("SC_CLK_TCK")
 OUT = REPO / "bench/out" / ("sink-" + datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"))
@@ -154,6 +166,126 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
     return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
 
 
+def start_floe_sink(floe, arn, ns, table, topic, commit_ms, name):
+    doc = connector(floe, arn, name, topics=topic, **{
+        "iceberg.tables": ns + "." + table, "iceberg.control.commit.interval-ms": str(commit_ms), "tasks.max": TASKS_MAX})
+    cfg = OUT / (name + ".json")
+    cfg.write_text(json.dumps(doc, indent=2))
+    logf = open(OUT / (name + ".log"), "w")
+    p = subprocess.Popen([FLOE_BIN, "sink", "--config", str(cfg), "--bootstrap-servers", BROKER.bootstrap],
+                         stdout=logf, stderr=subprocess.STDOUT)
+    return p, logf
+
+
+def stop_proc(p, logf):
+    p.terminate()
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    logf.close()
+
+
+def run_wide(floe, arn, cat, ns):
+    """Peak RSS of floe sink draining a topic of WIDE_PARTITIONS partitions (WIDE_N events spread over all)."""
+    topic = "wide"
+    BROKER.create_topic(topic, WIDE_PARTITIONS)
+    make_table(cat, ns, "wide")
+    from confluent_kafka import Producer
+    p = Producer({"bootstrap.servers": BROKER.bootstrap, "linger.ms": 20, "compression.type": "lz4"})
+    pad = "x" * max(0, EVENT_BYTES - len(event(0, "")))
+    for i in range(WIDE_N):
+        while True:
+            try:
+                p.produce(topic, value=event(i, pad).encode(), partition=i % WIDE_PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.05)
+    assert p.flush(120) == 0
+    proc, logf = start_floe_sink(floe, arn, ns, "wide", topic, COMMIT_MS, "bench-wide")
+    try:
+        t0 = time.time()
+        end = t0 + 600
+        while total_records(cat, ns + ".wide") < WIDE_N:
+            if proc.poll() is not None or time.time() > end:
+                raise SystemExit("the wide run did not finish (see %s)" % OUT)
+            time.sleep(0.25)
+        return {"partitions": WIDE_PARTITIONS, "n": WIDE_N, "wall_s": time.time() - t0, "rss_mib": rss_mib(proc.pid),
+                "cpu_s": cpu_s(proc.pid)}
+    finally:
+        stop_proc(proc, logf)
+
+
+def run_latency(floe, arn, cat, ns, commit_ms):
+    """Event-to-queryable latency at commit_ms: LAT_RATE events/s for LAT_SECONDS into a fresh
+    topic while floe sink runs; each event's produce time against the time (polled every
+    LAT_POLL_MS) the table first showed a snapshot whose floe.offsets map covers it."""
+    topic, table = "lat%d" % commit_ms, "lat%d" % commit_ms
+    BROKER.create_topic(topic, PARTITIONS)
+    make_table(cat, ns, table)
+    name = "bench-lat%d" % commit_ms
+    proc, logf = start_floe_sink(floe, arn, ns, table, topic, commit_ms, name)
+    from confluent_kafka import Producer
+    sent = {}   # (partition, offset) -> produce time
+    prod = Producer({"bootstrap.servers": BROKER.bootstrap, "linger.ms": 5, "compression.type": "lz4"})
+    seen = []   # (time first visible, {partition: next offset})
+    key = "floe.offsets." + "connect-" + name
+    stop = [False]
+
+    def poll_table():
+        last = None
+        while not stop[0]:
+            try:
+                snap = cat.load_table(ns + "." + table).current_snapshot()
+            except Exception:  # noqa: BLE001
+                snap = None
+            if snap and snap.snapshot_id != last:
+                last = snap.snapshot_id
+                m = json.loads(snap.summary.get(key, "{}")).get(topic, {})
+                seen.append((time.time(), {int(k): v for k, v in m.items()}))
+            time.sleep(LAT_POLL_MS / 1000)
+
+    import threading
+    poller = threading.Thread(target=poll_table, daemon=True)
+    try:
+        time.sleep(3)   # the sink joins the group
+        poller.start()
+        pad = "x" * max(0, EVENT_BYTES - len(event(0, "")))
+        t_start = time.time()
+        i = 0
+        while time.time() - t_start < LAT_SECONDS:
+            due = t_start + i / LAT_RATE
+            now = time.time()
+            if due > now:
+                time.sleep(due - now)
+            t = time.time()
+            prod.produce(topic, value=event(i, pad).encode(), partition=i % PARTITIONS,
+                         on_delivery=(lambda t: lambda err, msg: sent.__setitem__((msg.partition(), msg.offset()), t)
+                                      if not err else None)(t))
+            prod.poll(0)
+            i += 1
+        prod.flush(60)
+        end = time.time() + 30
+        while time.time() < end:
+            if seen and all(seen[-1][1].get(p_, -1) > o for (p_, o) in sent):
+                break
+            time.sleep(0.1)
+    finally:
+        stop[0] = True
+        stop_proc(proc, logf)
+    lat = []
+    for (part, off), t in sent.items():
+        vis = next((ts for ts, m in seen if m.get(part, -1) > off), None)
+        if vis is None:
+            raise SystemExit("latency run: offset %d of partition %d never became visible (see %s)" % (off, part, OUT))
+        lat.append(vis - t)
+    lat.sort()
+    pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+    return {"commit_ms": commit_ms, "events": len(lat), "p50_s": pct(0.50), "p99_s": pct(0.99), "max_s": lat[-1],
+            "snapshots": len(seen), "poll_ms": LAT_POLL_MS}
+
+
 def start_connect():
     """A Kafka Connect distributed worker with the Iceberg sink plugin (ICEBERG_VERSION) against
     BROKER; returns (process, REST base URL, log file) once its REST API answers."""
@@ -251,6 +383,14 @@ def main():
         log("floe sink draining the topic")
         res["floe"] = run_floe_sink(floe, arn, cat, ns, topic, floe.proc.pid)
         log("floe sink: %s" % res["floe"])
+        if WIDE_PARTITIONS:
+            log("floe sink draining %d events from a topic of %d partitions" % (WIDE_N, WIDE_PARTITIONS))
+            res["floe_wide"] = run_wide(floe, arn, cat, ns)
+            log("wide: %s" % res["floe_wide"])
+        for cm in [int(x) for x in os.environ.get("LAT_COMMIT_MS", "1000,200").split(",") if x]:
+            log("latency at %d ms commits (%d events/s for %.0f s)" % (cm, LAT_RATE, LAT_SECONDS))
+            res["floe_lat%d" % cm] = run_latency(floe, arn, cat, ns, cm)
+            log("latency: %s" % res["floe_lat%d" % cm])
         if os.environ.get("SKIP_JVM") != "1":
             log("Kafka Connect + Iceberg sink draining the same topic")
             res["jvm"] = run_jvm_sink(floe, arn, cat, ns, topic, floe.proc.pid)
@@ -280,6 +420,16 @@ def main():
         b = f(res["jvm"]) if "jvm" in res else None
         ratio = "%.2f" % (a / b) if b else "-"
         print("%-30s %12s %12s %8s" % (name, fmt % a, fmt % b if b is not None else "-", ratio))
+    if "floe_wide" in res:
+        w = res["floe_wide"]
+        print("floe sink, %d partitions (%d events): peak RSS %.0f MiB, %.1f CPU s, %.1f s" % (
+            w["partitions"], w["n"], w["rss_mib"], w["cpu_s"], w["wall_s"]))
+    for k in sorted(k for k in res if k.startswith("floe_lat")):
+        r = res[k]
+        print("floe sink event-to-queryable latency at %d ms commits: p50 %.0f ms, p99 %.0f ms, max %.0f ms "
+              "(%d events at %d/s, %d snapshots, table polled every %d ms)" % (
+                  r["commit_ms"], r["p50_s"] * 1000, r["p99_s"] * 1000, r["max_s"] * 1000, r["events"], LAT_RATE,
+                  r["snapshots"], r["poll_ms"]))
     print("(results and logs: %s)" % OUT)
 
 

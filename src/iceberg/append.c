@@ -164,6 +164,8 @@ fl_err_t fl_append_open(fl_appender_t **out, const fl_table_ops_t *ops, const fl
         a->pq.page_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.page-size-bytes", (int64_t)a->pq.page_bytes);
         a->pq.row_group_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.row-group-size-bytes", (int64_t)a->pq.row_group_bytes);
         a->pq.dict_page_bytes = (size_t)fl_append_prop_i64(a->md, "write.parquet.dict-size-bytes", (int64_t)a->pq.dict_page_bytes);
+        if (a->opts.max_row_group_bytes && (!a->pq.row_group_bytes || a->pq.row_group_bytes > a->opts.max_row_group_bytes))
+            a->pq.row_group_bytes = a->opts.max_row_group_bytes;
     }
     /* Metrics modes: the writer keeps bounds long enough for every column;
      * finish_file cuts them to each column's mode. */

@@ -65,6 +65,8 @@ typedef struct fl_append_opts {
     bool parquet_set;            /* false: derive parquet options from the table properties */
     const char *tmp_dir;         /* where files are staged before upload; NULL = $TMPDIR or /tmp */
     int max_open_files;          /* partitions written at once; 0 = 64 (older ones are closed) */
+    size_t max_row_group_bytes;  /* 0 = none; else caps the row group size from the table properties
+                                  * (a writer's memory: a row group is buffered until it is full) */
     /* Rewrites of v3 tables (iceberg/rewrite.h): batches carry two more optional long
      * columns after the schema's, _row_id (FL_APPEND_ROW_ID_FIELD) and
      * _last_updated_sequence_number (FL_APPEND_LAST_UPDATED_FIELD), written into the

@@ -822,3 +822,223 @@ json_t *fl_sink_kafka_metadata_schema(const fl_sink_config_t *cfg, json_t *schem
     json_decref(fields);
     return s;
 }
+
+/* ---- the direct path: plain records straight into columns ---- */
+
+enum { FD_ABSENT, FD_NULL, FD_SPAN, FD_TMP, FD_INT, FD_REAL, FD_TRUE, FD_FALSE };
+
+typedef struct fd_slot {
+    uint8_t kind;
+    size_t off, len;            /* FD_SPAN: into the message; FD_TMP: into the scratch buffer */
+    int64_t i;
+    double d;
+} fd_slot_t;
+
+bool fl_sink_direct_usable(const fl_field_t *root)
+{
+    if (root->kind != FL_TYPE_STRUCT || !root->n_children || root->n_children > FL_SINK_DIRECT_MAX_COLUMNS)
+        return false;
+    for (uint32_t i = 0; i < root->n_children; i++) {
+        switch (root->children[i].kind) {
+        case FL_TYPE_BOOLEAN: case FL_TYPE_INT: case FL_TYPE_LONG: case FL_TYPE_FLOAT: case FL_TYPE_DOUBLE:
+        case FL_TYPE_STRING: break;
+        default: return false;
+        }
+    }
+    return true;
+}
+
+static const char *fd_ws(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')) p++;
+    return p;
+}
+
+/* A string body after its opening quote; returns past the closing quote.
+ * Plain (no escapes, *esc false): the bytes are the span up to the quote.
+ * With the simple escapes (*esc true): the decoded bytes are appended to
+ * tmp. NULL to fall back (non-ASCII or control bytes, \u, the end). */
+static const char *fd_str(const char *p, const char *end, fl_buf_t *tmp, bool *esc)
+{
+    *esc = false;
+    const char *run = p, *q = p;
+    for (;;) {
+        while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80) q++;
+        if (q >= end) return NULL;
+        if (*q == '"') {
+            if (*esc) fl_buf_add(tmp, run, (size_t)(q - run));
+            return q + 1;
+        }
+        if (*q != '\\' || q + 1 >= end) return NULL;
+        char c;
+        switch (q[1]) {
+        case '"': c = '"'; break;
+        case '\\': c = '\\'; break;
+        case '/': c = '/'; break;
+        case 'b': c = '\b'; break;
+        case 'f': c = '\f'; break;
+        case 'n': c = '\n'; break;
+        case 'r': c = '\r'; break;
+        case 't': c = '\t'; break;
+        default: return NULL;
+        }
+        *esc = true;
+        fl_buf_add(tmp, run, (size_t)(q - run));
+        fl_buf_addc(tmp, c);
+        q += 2;
+        run = q;
+    }
+}
+
+/* A JSON number at p (strict grammar) into *slot as an integer (up to 18
+ * digits) or a real; NULL to fall back. */
+static const char *fd_num(const char *p, const char *end, fd_slot_t *slot)
+{
+    const char *q = p + (*p == '-');
+    const char *d0 = q;
+    while (q < end && *q >= '0' && *q <= '9') q++;
+    size_t nd = (size_t)(q - d0);
+    if (!nd || (nd > 1 && *d0 == '0')) return NULL;
+    bool real = false;
+    if (q < end && *q == '.') {
+        real = true;
+        const char *r = ++q;
+        while (q < end && *q >= '0' && *q <= '9') q++;
+        if (q == r) return NULL;
+    }
+    if (q < end && (*q == 'e' || *q == 'E')) {
+        real = true;
+        q++;
+        if (q < end && (*q == '+' || *q == '-')) q++;
+        const char *r = q;
+        while (q < end && *q >= '0' && *q <= '9') q++;
+        if (q == r) return NULL;
+    }
+    if (!real) {
+        if (nd > 18) return NULL;
+        int64_t v = 0;
+        for (const char *r = d0; r < q; r++) v = v * 10 + (*r - '0');
+        slot->kind = FD_INT;
+        slot->i = *p == '-' ? -v : v;
+        return q;
+    }
+    char num[64];
+    size_t len = (size_t)(q - p);
+    if (len >= sizeof num) return NULL;
+    memcpy(num, p, len);
+    num[len] = 0;
+    errno = 0;
+    double d = strtod(num, NULL);
+    if (errno == ERANGE || !isfinite(d)) return NULL;
+    slot->kind = FD_REAL;
+    slot->d = d;
+    return q;
+}
+
+static const fl_field_t *fd_column(const fl_field_t *root, const char *k, size_t n, bool ci, uint32_t *idx)
+{
+    for (uint32_t i = 0; i < root->n_children; i++) {
+        const char *name = root->children[i].name;
+        if (strlen(name) == n && (ci ? !strncasecmp(name, k, n) : !memcmp(name, k, n))) {
+            *idx = i;
+            return &root->children[i];
+        }
+    }
+    return NULL;
+}
+
+bool fl_sink_direct_append(const fl_field_t *root, fl_vec_t *batch, const void *msg, size_t n, bool ci, fl_buf_t *tmp)
+{
+    if (!msg || !fl_sink_direct_usable(root)) return false;
+    fd_slot_t slots[FL_SINK_DIRECT_MAX_COLUMNS];
+    for (uint32_t i = 0; i < root->n_children; i++) slots[i].kind = FD_ABSENT;
+    fl_buf_reset(tmp);
+    const char *base = msg, *p = msg, *end = base + n;
+    p = fd_ws(p, end);
+    if (p >= end || *p != '{') return false;
+    p = fd_ws(p + 1, end);
+    if (p < end && *p == '}') {
+        p++;
+    } else {
+        for (;;) {
+            if (p >= end || *p != '"') return false;
+            bool esc;
+            const char *k = p + 1, *q = fd_str(k, end, tmp, &esc);
+            if (!q || esc) return false;   /* keys with escapes: the general path */
+            uint32_t ci_idx;
+            const fl_field_t *f = fd_column(root, k, (size_t)(q - 1 - k), ci, &ci_idx);
+            if (!f || slots[ci_idx].kind != FD_ABSENT) return false;   /* no column (drop/evolve), or twice */
+            fd_slot_t *s = &slots[ci_idx];
+            p = fd_ws(q, end);
+            if (p >= end || *p != ':') return false;
+            p = fd_ws(p + 1, end);
+            if (p >= end) return false;
+            char c = *p;
+            if (c == '"') {
+                size_t mark = tmp->len;
+                if (!(q = fd_str(p + 1, end, tmp, &esc)) || f->kind != FL_TYPE_STRING) return false;
+                s->kind = esc ? FD_TMP : FD_SPAN;
+                s->off = esc ? mark : (size_t)(p + 1 - base);
+                s->len = esc ? tmp->len - mark : (size_t)(q - 1 - (p + 1));
+                p = q;
+            } else if (c == '-' || (c >= '0' && c <= '9')) {
+                if (!(p = fd_num(p, end, s))) return false;
+                switch (f->kind) {
+                case FL_TYPE_LONG: if (s->kind != FD_INT) return false; break;
+                case FL_TYPE_INT:
+                    if (s->kind != FD_INT || s->i < INT32_MIN || s->i > INT32_MAX) return false;
+                    break;
+                case FL_TYPE_FLOAT: case FL_TYPE_DOUBLE:
+                    if (s->kind == FD_INT) {   /* as jansson's integer converted: exact up to 2^53 */
+                        s->d = (double)s->i;
+                        s->kind = FD_REAL;
+                    }
+                    break;
+                default: return false;
+                }
+            } else if (c == 't' && end - p >= 4 && !memcmp(p, "true", 4)) {
+                if (f->kind != FL_TYPE_BOOLEAN) return false;
+                s->kind = FD_TRUE;
+                p += 4;
+            } else if (c == 'f' && end - p >= 5 && !memcmp(p, "false", 5)) {
+                if (f->kind != FL_TYPE_BOOLEAN) return false;
+                s->kind = FD_FALSE;
+                p += 5;
+            } else if (c == 'n' && end - p >= 4 && !memcmp(p, "null", 4)) {
+                s->kind = FD_NULL;
+                p += 4;
+            } else {
+                return false;   /* objects, arrays, anything else */
+            }
+            p = fd_ws(p, end);
+            if (p >= end) return false;
+            if (*p == ',') { p = fd_ws(p + 1, end); continue; }
+            if (*p == '}') { p++; break; }
+            return false;
+        }
+    }
+    if (fd_ws(p, end) != end) return false;
+    for (uint32_t i = 0; i < root->n_children; i++)
+        if (slots[i].kind <= FD_NULL && root->children[i].required) return false;   /* the general path says why */
+    /* the record is whole: append it */
+    fl_vec_append_struct(batch);
+    for (uint32_t i = 0; i < root->n_children; i++) {
+        fl_vec_t *v = &batch->children[i];
+        const fd_slot_t *s = &slots[i];
+        switch (s->kind) {
+        case FD_ABSENT: case FD_NULL: fl_vec_append_null(v); break;
+        case FD_SPAN: fl_vec_append_bytes(v, base + s->off, s->len); break;
+        case FD_TMP: fl_vec_append_bytes(v, tmp->ptr + s->off, s->len); break;
+        case FD_TRUE: case FD_FALSE: fl_vec_append_bool(v, s->kind == FD_TRUE); break;
+        case FD_INT:
+            if (root->children[i].kind == FL_TYPE_INT) fl_vec_append_i32(v, (int32_t)s->i);
+            else fl_vec_append_i64(v, s->i);
+            break;
+        case FD_REAL:
+            if (root->children[i].kind == FL_TYPE_FLOAT) fl_vec_append_f32(v, (float)s->d);
+            else fl_vec_append_f64(v, s->d);
+            break;
+        }
+    }
+    return true;
+}

@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include "base/buf.h"
 #include "base/err.h"
 #include "format/column.h"
 #include "sink/config.h"
@@ -43,6 +44,19 @@ json_t *fl_sink_kafka_metadata_schema(const fl_sink_config_t *cfg, json_t *schem
  * (non-ASCII or \u strings, integers over 18 digits, duplicate keys, nesting
  * over 64, any syntax error). New reference. */
 json_t *fl_sink_json_fast(const void *p, size_t n);
+
+/* The direct path for the common record: a schemaless JSON object whose
+ * members are all top-level columns of root (boolean, int, long, float,
+ * double, string), with values already in their columns' forms (strings
+ * ASCII with the simple escapes, integers to 18 digits, reals strtod takes,
+ * null for optional columns), no duplicate keys. Such a record is appended
+ * straight into batch (the root vector; one row) without any JSON tree: the
+ * row fl_sink_parse_value + fl_sink_convert + fl_vec_append_json would
+ * append. Anything else returns false with batch untouched, and the caller
+ * takes the general path, whose answer (row, evolution, or error) counts.
+ * tmp is the caller's scratch buffer (reused between calls). */
+bool fl_sink_direct_usable(const fl_field_t *root);
+bool fl_sink_direct_append(const fl_field_t *root, fl_vec_t *batch, const void *p, size_t n, bool ci, fl_buf_t *tmp);
 
 /* Parses a message value. With schemas_enable the value must be the
  * {"schema": .., "payload": ..} envelope (as JsonConverter requires). *root

@@ -43,6 +43,8 @@ typedef struct tbl {
     json_t *pending;            /* the map the commit in flight writes */
     json_t *last_schema;        /* the last Connect schema checked for evolution (evolve-schema-enabled) */
     int64_t rows;               /* rows since the last commit */
+    const fl_field_t *direct_for; /* the schema direct was decided for */
+    bool direct;                /* fl_sink_direct_usable(that schema) */
 } tbl_t;
 
 typedef struct sink {
@@ -67,6 +69,8 @@ typedef struct sink {
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
     int64_t retry_ms;             /* back-off while the catalog is unreachable; 0 when it answers */
+    bool direct_cfg;              /* records may take the direct path (plain JSON, one static table) */
+    fl_buf_t direct_tmp;          /* its scratch */
 } sink_t;
 
 /* Stop the sink without committing the open batch; the message says why. */
@@ -325,7 +329,8 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
     t->ctx.ident = &t->ident;
     t->ctx.io = t->io;
     fl_rest_table_ops(&t->ctx, &t->ops);
-    if ((*e = fl_append_open(&t->ap, &t->ops, NULL, err, errlen))) goto fail;
+    fl_append_opts_t ao = { .max_row_group_bytes = FL_SINK_ROW_GROUP_BYTES };
+    if ((*e = fl_append_open(&t->ap, &t->ops, &ao, err, errlen))) goto fail;
     json_t *md = fl_append_metadata(t->ap);
     bool cut = false;
     t->offsets = fl_sink_table_offsets_cut(md, main_snapshot(md), s->key, &cut);
@@ -674,6 +679,28 @@ static void back_off(sink_t *s)
     nanosleep(&ts, NULL);   /* a signal (stop) cuts it short */
 }
 
+/* The direct path (sink/convert.h): a plain record for the one static table,
+ * already open, straight into its batch. False: take the general path. */
+static bool process_direct(sink_t *s, const rd_kafka_message_t *m, const char *topic, tp_t *p)
+{
+    tbl_t *t = s->n_tables ? s->tables[0] : NULL;
+    if (!t || s->n_tables != 1 || !m->payload || strcmp(t->name, s->cfg->tables[0].table)) return false;
+    const fl_field_t *root = fl_append_schema(t->ap);
+    if (t->direct_for != root) {
+        t->direct_for = root;
+        t->direct = fl_sink_direct_usable(root);
+    }
+    if (!t->direct || m->offset < map_get(t->offsets, topic, m->partition)) return false;
+    if (!fl_sink_direct_append(root, &t->batch, m->payload, m->len, s->cfg->case_insensitive, &s->direct_tmp))
+        return false;
+    t->rows++;
+    char err[1024];
+    if (t->batch.len >= FL_SINK_BATCH_ROWS && flush_batch(t, err, sizeof err)) set_fatal(s, "writing %s: %s", t->name, err);
+    if (p->start < 0) p->start = m->offset;
+    p->next = m->offset + 1;
+    return true;
+}
+
 static void process(sink_t *s, const rd_kafka_message_t *m)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
@@ -684,6 +711,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     s->batch_records++;
     s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
+    if (s->direct_cfg && process_direct(s, m, topic, p)) return;
     fl_err_t e;
     if (s->reg) {
         e = fl_sink_avro_decode(s->reg, m->payload, m->len, &root, &schema, err, sizeof err);
@@ -927,6 +955,9 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     memset(&s, 0, sizeof s);
     s.cfg = cfg;
     s.absent = json_object();
+    s.direct_cfg = !cfg->avro && !cfg->schemas_enable && !cfg->kmeta_field && !cfg->dynamic && !cfg->route_field &&
+                   cfg->n_tables == 1;
+    fl_buf_init(&s.direct_tmp, 0);
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
@@ -943,8 +974,10 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", NULL, 0);
     rd_kafka_conf_set(conf, "auto.offset.reset", "earliest", NULL, 0);   /* as Kafka Connect's sink consumers */
     rd_kafka_conf_set(conf, "isolation.level", "read_committed", NULL, 0);
-    /* prefetch per partition; librdkafka's 64 MiB default dominated the sink's memory */
-    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", "8192", NULL, 0);
+    /* prefetch (one queue for all partitions in librdkafka 2.x); its 64 MiB default dominated the sink's memory */
+    rd_kafka_conf_set(conf, "queued.max.messages.kbytes", FL_SINK_KAFKA_QUEUED_KB, NULL, 0);
+    /* one fetch answer for all partitions (librdkafka's 50 MiB default is what 1,000 partitions take) */
+    rd_kafka_conf_set(conf, "fetch.max.bytes", FL_SINK_KAFKA_FETCH_BYTES, NULL, 0);
     if ((e = kafka_conf(cfg->consumer, conf, err, errlen))) goto out;
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
@@ -1020,5 +1053,6 @@ out:
     json_decref(s.kmeta_src);
     json_decref(s.kmeta_schema);
     json_decref(s.absent);
+    fl_buf_free(&s.direct_tmp);
     return e;
 }

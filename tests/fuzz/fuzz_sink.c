@@ -3,7 +3,9 @@
  * kind of column). The value is parsed with and without the Connect envelope, converted,
  * appended to columns (which must either take the row whole or refuse it), its type
  * inferred, and the schema evolved with it; every inferred or evolved schema must parse as
- * an Iceberg schema. Nothing may crash or leak. */
+ * an Iceberg schema. The direct path (fl_sink_direct_append) either refuses the value with
+ * the batch untouched, or appends exactly the row the general path appends, with no field
+ * missing. Nothing may crash or leak. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +73,32 @@ out:
     json_decref(doc);
 }
 
+static void direct(const fl_field_t *root, const uint8_t *p, size_t n, bool ci)
+{
+    fl_vec_t a;
+    fl_vec_init(&a, root);
+    fl_buf_t tmp;
+    fl_buf_init(&tmp, 0);
+    if (fl_sink_direct_append(root, &a, p, n, ci, &tmp)) {
+        json_t *doc = NULL, *value = NULL, *schema = NULL, *out = NULL, *missing = json_array();
+        char err[512];
+        fl_vec_t b;
+        fl_vec_init(&b, root);
+        if (a.len != 1 || fl_sink_parse_value(p, n, false, &doc, &value, &schema, err, sizeof err) || !value ||
+            fl_sink_convert(root, value, NULL, ci, &out, missing, err, sizeof err) || json_array_size(missing) ||
+            fl_vec_append_json(&b, out, err, sizeof err) || !fl_vec_eq(&a, &b))
+            abort();
+        fl_vec_free(&b);
+        json_decref(out);
+        json_decref(missing);
+        json_decref(doc);
+    } else if (a.len) {
+        abort();
+    }
+    fl_buf_free(&tmp);
+    fl_vec_free(&a);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *s = (const char *)data;
@@ -89,6 +117,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fl_schema_from_json(table, &root, &sid, err, sizeof err)) {
         one(&root, table, data + off, size - off, false);
         one(&root, table, data + off, size - off, true);
+        direct(&root, data + off, size - off, false);
+        direct(&root, data + off, size - off, true);
         fl_field_free(&root);
     }
     json_decref(table);
