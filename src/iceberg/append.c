@@ -885,6 +885,15 @@ static fl_err_t rebase(fl_appender_t *a, char *err, size_t errlen)
     return bind_metadata(a, md, err, errlen);
 }
 
+bool fl_append_adopt_base(fl_appender_t *a, const fl_appender_t *from)
+{
+    if (a == from || !from->md || strcmp(a->table_uuid, from->table_uuid)) return false;
+    if (bind_metadata(a, json_deep_copy(from->md), NULL, 0)) return false;
+    free(a->md_location);
+    a->md_location = from->md_location ? fl_strdup(from->md_location) : NULL;
+    return true;
+}
+
 /* After an unknown outcome (5xx, lost connection): reload once; true if the
  * snapshot is there, i.e. the commit happened. */
 static bool committed_after_all(fl_appender_t *a, int64_t sid)

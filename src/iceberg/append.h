@@ -114,6 +114,12 @@ fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *ar
  * objects stay in storage and become the caller's). Nothing is committed. */
 struct fl_data_file;
 fl_err_t fl_append_take_files(fl_appender_t *a, struct fl_data_file **files, size_t *n, char *err, size_t errlen);
+/* a takes from's loaded metadata (deep copy) when both are on the same table
+ * (same uuid), e.g. from just committed: a's next commit then builds on it
+ * instead of failing its first attempt with a 409 and re-basing. What a has
+ * written stays valid, as after a re-base. Neither may be in use on another
+ * thread meanwhile. False (nothing changed) for another table. */
+bool fl_append_adopt_base(fl_appender_t *a, const fl_appender_t *from);
 /* Drop what was written since the last commit (deletes the uploaded files). */
 void fl_append_abort(fl_appender_t *a);
 void fl_append_free(fl_appender_t *a);

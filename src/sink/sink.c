@@ -2,6 +2,7 @@
  * the offsets in the snapshot summary (see sink.h for the protocol). */
 #include "sink/sink.h"
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <librdkafka/rdkafka.h>
 #include <stdio.h>
@@ -29,7 +30,15 @@ typedef struct tp {
     int32_t partition;
     int64_t start;              /* first offset consumed since the last commit, -1 none */
     int64_t next;               /* last consumed offset + 1, -1 none */
+    int64_t fstart;             /* first offset of the batch being committed (committer), -1 none */
 } tp_t;
+
+/* A partition's range in a batch handed to the committer. */
+typedef struct pos {
+    char *topic;
+    int32_t partition;
+    int64_t start, next;
+} pos_t;
 
 typedef struct tbl {
     char *name;                 /* as routed ("ns.table") */
@@ -47,6 +56,26 @@ typedef struct tbl {
     bool direct;                /* fl_sink_direct_usable(that schema) */
 } tbl_t;
 
+/* The committer thread: one batch at a time is committed there (its files
+ * closed and uploaded, one snapshot per table, then the Kafka group offsets)
+ * while the consume loop fills the next one. The main thread hands a batch
+ * over (busy) only when the previous one was collected; mu guards busy, done
+ * and quit. While busy, tables/pos/failed/err and the tables' appenders are
+ * the committer's; after done the main thread takes them back. */
+typedef struct committer {
+    pthread_t th;
+    bool started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool busy, done, quit;
+    tbl_t **tables;
+    size_t n_tables;
+    pos_t *pos;
+    size_t n_pos;
+    bool failed;
+    char err[1024];
+} committer_t;
+
 typedef struct sink {
     const fl_sink_config_t *cfg;
     char key[512];              /* floe.offsets.<group> */
@@ -54,8 +83,11 @@ typedef struct sink {
     fl_rest_client_t *rest;
     fl_sink_registry_t *reg;    /* AvroConverter: the schema registry, else NULL */
     fl_io_opts_t ioo;
-    tbl_t **tables;
+    tbl_t **tables;             /* open for the batch being filled */
     size_t n_tables;
+    tbl_t **spare;              /* open, not in the batch (committed earlier; taken again on use) */
+    size_t n_spare;
+    committer_t cm;
     tp_t *tps;
     size_t n_tps;
     json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
@@ -170,11 +202,25 @@ static void tbl_free(tbl_t *t)
     free(t);
 }
 
-/* Drops every open table and what it has written since the last commit. */
+/* Drops every open table of the main thread and what it has written since
+ * the last commit (not the committer's). */
 static void drop_tables(sink_t *s)
 {
     for (size_t i = 0; i < s->n_tables; i++) tbl_free(s->tables[i]);
     s->n_tables = 0;
+    for (size_t i = 0; i < s->n_spare; i++) tbl_free(s->spare[i]);
+    s->n_spare = 0;
+}
+
+/* Drops the open tables named name (both lists). */
+static void forget_table(sink_t *s, const char *name)
+{
+    for (size_t i = 0; i < s->n_tables;)
+        if (!strcmp(s->tables[i]->name, name)) { tbl_free(s->tables[i]); s->tables[i] = s->tables[--s->n_tables]; }
+        else i++;
+    for (size_t i = 0; i < s->n_spare;)
+        if (!strcmp(s->spare[i]->name, name)) { tbl_free(s->spare[i]); s->spare[i] = s->spare[--s->n_spare]; }
+        else i++;
 }
 
 /* "day(ts)" etc. into a partition spec over schema (top-level columns). NULL
@@ -287,12 +333,21 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
 {
     for (size_t i = 0; i < s->n_tables; i++)
         if (!strcmp(s->tables[i]->name, name)) return s->tables[i];
+    for (size_t i = 0; i < s->n_spare; i++)
+        if (!strcmp(s->spare[i]->name, name)) {   /* committed earlier, idle: no catalog round trip */
+            tbl_t *t = s->spare[i];
+            s->spare[i] = s->spare[--s->n_spare];
+            s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
+            s->tables[s->n_tables++] = t;
+            return t;
+        }
     json_t *when = json_object_get(s->absent, name);
     if (when && fl_mono_ms() - (int64_t)json_integer_value(when) < FL_SINK_ABSENT_TABLE_MS) {
         *e = fl_err_fmt(err, errlen, FL_ERR_NOT_FOUND, "table %s does not exist%s", name,
                         s->cfg->auto_create ? "" : " (iceberg.tables.auto-create-enabled is false)");
         return NULL;
     }
+    while (s->n_spare && s->n_tables + s->n_spare >= FL_SINK_MAX_TABLES) tbl_free(s->spare[--s->n_spare]);
     if (s->n_tables >= FL_SINK_MAX_TABLES) {
         *e = fl_err_fmt(err, errlen, FL_ERR_TOO_LARGE, "more than %d tables open at once", FL_SINK_MAX_TABLES);
         return NULL;
@@ -358,7 +413,7 @@ static tp_t *tp_find(sink_t *s, const char *topic, int32_t partition, bool add)
     tp_t *p = &s->tps[s->n_tps++];
     p->topic = fl_strdup(topic);
     p->partition = partition;
-    p->start = p->next = -1;
+    p->start = p->next = p->fstart = -1;
     return p;
 }
 
@@ -372,39 +427,17 @@ static void tp_remove(sink_t *s, const char *topic, int32_t partition)
         }
 }
 
-/* Forget the open batch: the appenders' files are deleted, the tables
- * reopened (with their offsets reloaded) on next use, and every partition
- * read again from the first offset of the batch. */
-static void rewind_all(sink_t *s, const char *why)
-{
-    drop_tables(s);
-    s->rewound = true;
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
-    for (size_t i = 0; i < s->n_tps; i++) {
-        if (s->tps[i].start >= 0)
-            rd_kafka_topic_partition_list_add(l, s->tps[i].topic, s->tps[i].partition)->offset = s->tps[i].start;
-        s->tps[i].start = s->tps[i].next = -1;
-    }
-    if (l->cnt) {
-        fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, why);
-        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
-        if (ke) {
-            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
-            rd_kafka_error_destroy(ke);
-        }
-    }
-    rd_kafka_topic_partition_list_destroy(l);
-}
-
 /* ---- commit ---- */
 
 typedef struct commit_arg {
     sink_t *s;
     tbl_t *t;
+    const pos_t *pos;
+    size_t n_pos;
 } commit_arg_t;
 
 /* Per attempt: the table's map on the parent, checked against what this
- * process last saw and merged with the batch's positions. */
+ * process last saw and merged with the batch's positions. Committer thread. */
 static fl_err_t summary_cb(void *arg, json_t *md, json_t *parent, json_t *summary, char *err, size_t errlen)
 {
     commit_arg_t *ca = arg;
@@ -412,9 +445,8 @@ static fl_err_t summary_cb(void *arg, json_t *md, json_t *parent, json_t *summar
     tbl_t *t = ca->t;
     int64_t pid = parent ? (int64_t)json_integer_value(json_object_get(parent, "snapshot-id")) : -1;
     json_t *cur = fl_sink_table_offsets(md, pid, s->key);
-    for (size_t i = 0; i < s->n_tps; i++) {
-        tp_t *p = &s->tps[i];
-        if (p->start < 0) continue;
+    for (size_t i = 0; i < ca->n_pos; i++) {
+        const pos_t *p = &ca->pos[i];
         int64_t seen = map_get(t->offsets, p->topic, p->partition);
         int64_t now = map_get(cur, p->topic, p->partition);
         if (now > seen) {
@@ -452,30 +484,22 @@ static void dlq_flush(sink_t *s)
     }
 }
 
-/* Commits the open batch: one snapshot per table with rows, then the Kafka
- * group offsets. A failed table commit rewinds the batch (the tables that
- * committed keep it; their offsets stop it from landing twice). */
-static void commit_all(sink_t *s)
+/* Committer thread: commits the handed-over batch, one snapshot per table,
+ * then the Kafka group offsets. The first failure stops it (the tables that
+ * committed keep their part; their offsets stop it from landing twice). */
+static void commit_batch(sink_t *s, committer_t *c)
 {
-    if (s->fatal) return;
-    s->last_commit = fl_mono_ms();
-    s->batch_records = s->batch_bytes = 0;
-    bool any = false;
-    for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
-    if (!any) return;
-    dlq_flush(s);
-    if (s->fatal) return;
     char err[1024] = "";
-    for (size_t i = 0; i < s->n_tables; i++) {
-        tbl_t *t = s->tables[i];
-        if (!t->rows) continue;
+    for (size_t i = 0; i < c->n_tables; i++) {
+        tbl_t *t = c->tables[i];
         int64_t t0 = fl_mono_ms(), sid = -1, rows = t->rows;
-        commit_arg_t ca = { s, t };
+        commit_arg_t ca = { s, t, c->pos, c->n_pos };
         fl_err_t e = flush_batch(t, err, sizeof err);
         if (!e) e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
         if (e) {
             fl_error("sink: commit to %s failed: %s", t->name, err);
-            rewind_all(s, err);
+            c->failed = true;
+            snprintf(c->err, sizeof c->err, "%s", err);
             return;
         }
         if (s->fault_after_commits > 0 && s->commits + 1 >= s->fault_after_commits) {
@@ -490,15 +514,167 @@ static void commit_all(sink_t *s)
         fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms)", rows, t->name, sid,
                 fl_mono_ms() - t0);
     }
-    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
-    for (size_t i = 0; i < s->n_tps; i++) {
-        if (s->tps[i].start < 0) continue;
-        rd_kafka_topic_partition_list_add(l, s->tps[i].topic, s->tps[i].partition)->offset = s->tps[i].next;
-        s->tps[i].start = -1;
-    }
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)c->n_pos + 1);
+    for (size_t i = 0; i < c->n_pos; i++)
+        rd_kafka_topic_partition_list_add(l, c->pos[i].topic, c->pos[i].partition)->offset = c->pos[i].next;
     rd_kafka_resp_err_t ke = rd_kafka_commit(s->rk, l, 0);
     if (ke) fl_warn("sink: committing the Kafka group offsets failed (the tables hold them): %s", rd_kafka_err2str(ke));
     rd_kafka_topic_partition_list_destroy(l);
+}
+
+static void *committer_main(void *arg)
+{
+    sink_t *s = arg;
+    committer_t *c = &s->cm;
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->quit && !(c->busy && !c->done)) pthread_cond_wait(&c->cv, &c->mu);
+        if (!(c->busy && !c->done)) break;
+        pthread_mutex_unlock(&c->mu);
+        commit_batch(s, c);
+        pthread_mutex_lock(&c->mu);
+        c->done = true;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* max per partition of src into dst */
+static void map_merge_max(json_t *dst, json_t *src)
+{
+    const char *topic, *part;
+    json_t *parts, *v;
+    json_object_foreach(src, topic, parts) {
+        json_object_foreach(parts, part, v) {
+            int32_t pn = (int32_t)atoi(part);
+            if (json_is_integer(v) && json_integer_value(v) > map_get(dst, topic, pn))
+                map_set(dst, topic, pn, (int64_t)json_integer_value(v));
+        }
+    }
+}
+
+/* Main thread: waits for the batch in the committer and takes its tables
+ * back. On success the tables of the open batch learn what it committed (so
+ * their own commit is not fenced by it, and builds on its snapshot) and the
+ * partitions' fstart is cleared; on failure they keep fstart (the caller
+ * rewinds) and the batch's tables are dropped. False: it failed (why in the
+ * committer's err). */
+static bool committer_wait(sink_t *s)
+{
+    committer_t *c = &s->cm;
+    if (!c->busy) return true;
+    pthread_mutex_lock(&c->mu);
+    while (!c->done) pthread_cond_wait(&c->cv, &c->mu);
+    c->busy = c->done = false;
+    pthread_mutex_unlock(&c->mu);
+    bool ok = !c->failed;
+    for (size_t i = 0; i < c->n_tables; i++) {
+        tbl_t *t = c->tables[i];
+        if (!ok) { tbl_free(t); continue; }
+        tbl_t *open = NULL;
+        for (size_t k = 0; k < s->n_tables; k++)
+            if (!strcmp(s->tables[k]->name, t->name)) open = s->tables[k];
+        if (!open) {
+            s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
+            s->tables[s->n_tables++] = t;
+            continue;
+        }
+        map_merge_max(open->offsets, t->offsets);
+        fl_append_adopt_base(open->ap, t->ap);
+        for (size_t k = 0; k < s->n_spare; k++)
+            if (!strcmp(s->spare[k]->name, t->name)) { tbl_free(s->spare[k]); s->spare[k] = s->spare[--s->n_spare]; break; }
+        s->spare = fl_realloc(s->spare, (s->n_spare + 1) * sizeof *s->spare);
+        s->spare[s->n_spare++] = t;
+    }
+    c->n_tables = 0;
+    for (size_t i = 0; i < c->n_pos; i++) free(c->pos[i].topic);
+    free(c->pos);
+    c->pos = NULL;
+    c->n_pos = 0;
+    if (ok)
+        for (size_t i = 0; i < s->n_tps; i++) s->tps[i].fstart = -1;
+    return ok;
+}
+
+/* Forget the open batch (and the committer's, if it is still in flight):
+ * the appenders' files are deleted, the tables reopened (with their offsets
+ * reloaded) on next use, and every partition read again from the first
+ * offset not committed. */
+static void rewind_all(sink_t *s, const char *why)
+{
+    char whybuf[1024];
+    snprintf(whybuf, sizeof whybuf, "%s", why);   /* why may be the committer's err */
+    committer_wait(s);
+    drop_tables(s);
+    s->rewound = true;
+    rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
+    for (size_t i = 0; i < s->n_tps; i++) {
+        int64_t from = s->tps[i].fstart >= 0 ? s->tps[i].fstart : s->tps[i].start;
+        if (from >= 0) rd_kafka_topic_partition_list_add(l, s->tps[i].topic, s->tps[i].partition)->offset = from;
+        s->tps[i].start = s->tps[i].next = s->tps[i].fstart = -1;
+    }
+    if (l->cnt) {
+        fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, whybuf);
+        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
+        if (ke) {
+            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
+            rd_kafka_error_destroy(ke);
+        }
+    }
+    rd_kafka_topic_partition_list_destroy(l);
+}
+
+/* Main thread: collects the batch in flight (rewinding if it failed) and
+ * hands the open one to the committer: its tables with rows and its
+ * partitions' ranges. The consume loop goes on filling the next batch. */
+static void commit_start(sink_t *s)
+{
+    if (s->fatal) return;
+    if (!committer_wait(s)) {
+        rewind_all(s, s->cm.err);
+        return;
+    }
+    s->last_commit = fl_mono_ms();
+    s->batch_records = s->batch_bytes = 0;
+    bool any = false;
+    for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
+    if (!any) return;
+    dlq_flush(s);
+    if (s->fatal) return;
+    committer_t *c = &s->cm;
+    c->failed = false;
+    c->err[0] = 0;
+    c->tables = fl_realloc(c->tables, (s->n_tables + 1) * sizeof *c->tables);
+    for (size_t i = 0; i < s->n_tables;) {
+        if (s->tables[i]->rows) {
+            c->tables[c->n_tables++] = s->tables[i];
+            s->tables[i] = s->tables[--s->n_tables];
+        } else {
+            i++;
+        }
+    }
+    c->pos = fl_calloc(s->n_tps + 1, sizeof *c->pos);
+    for (size_t i = 0; i < s->n_tps; i++) {
+        tp_t *p = &s->tps[i];
+        if (p->start < 0) continue;
+        c->pos[c->n_pos++] = (pos_t){ fl_strdup(p->topic), p->partition, p->start, p->next };
+        p->fstart = p->start;
+        p->start = -1;
+    }
+    pthread_mutex_lock(&c->mu);
+    c->busy = true;
+    c->done = false;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Commits the open batch and waits for it (rebalances, schema changes,
+ * stop): afterwards nothing is in flight. A failure rewinds. */
+static void commit_all(sink_t *s)
+{
+    commit_start(s);
+    if (!committer_wait(s)) rewind_all(s, s->cm.err);
 }
 
 /* ---- records ---- */
@@ -651,10 +827,8 @@ static fl_err_t evolve(sink_t *s, tbl_t **tp, json_t *value, json_t *schema, cha
         e = fl_err_fmt(err, errlen, e, "evolving %s kept conflicting", name);
     }
     if (e) goto out;
-    /* reopen with the new schema */
-    for (size_t i = 0; i < s->n_tables; i++)
-        if (s->tables[i] == t) { s->tables[i] = s->tables[--s->n_tables]; break; }
-    tbl_free(t);
+    /* reopen with the new schema (t and any idle copy) */
+    forget_table(s, name);
     *tp = table_get(s, name, NULL, NULL, &e, err, errlen);
 out:
     free(name);
@@ -958,6 +1132,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     s.direct_cfg = !cfg->avro && !cfg->schemas_enable && !cfg->kmeta_field && !cfg->dynamic && !cfg->route_field &&
                    cfg->n_tables == 1;
     fl_buf_init(&s.direct_tmp, 0);
+    pthread_mutex_init(&s.cm.mu, NULL);
+    pthread_cond_init(&s.cm.cv, NULL);
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
@@ -966,6 +1142,11 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_topic_partition_list_t *subs = NULL;
     char kerr[512];
     if ((e = connect_catalog(&s, err, errlen))) goto out;
+    if (pthread_create(&s.cm.th, NULL, committer_main, &s)) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INTERNAL, "cannot start the committer thread");
+        goto out;
+    }
+    s.cm.started = true;
     if (cfg->avro && (e = fl_sink_registry_new(cfg->registry_url, cfg->registry_user_info, &s.reg, err, errlen)))
         goto out;
 
@@ -1026,9 +1207,10 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
         if (!s.fatal && (fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms ||
                          (cfg->commit_max_records && s.batch_records >= cfg->commit_max_records) ||
                          (cfg->commit_max_bytes && s.batch_bytes >= cfg->commit_max_bytes)))
-            commit_all(&s);
+            commit_start(&s);
     }
     if (!s.fatal) commit_all(&s);
+    else if (!committer_wait(&s)) fl_warn("sink: the last batch handed over did not commit: %s", s.cm.err);
     if (s.fatal) {
         e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s", s.fatal_msg);
         drop_tables(&s);   /* nothing of the open batch lands */
@@ -1039,7 +1221,19 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
 out:
     if (conf) rd_kafka_conf_destroy(conf);
     if (subs) rd_kafka_topic_partition_list_destroy(subs);
+    if (s.cm.started) {
+        committer_wait(&s);
+        pthread_mutex_lock(&s.cm.mu);
+        s.cm.quit = true;
+        pthread_cond_broadcast(&s.cm.cv);
+        pthread_mutex_unlock(&s.cm.mu);
+        pthread_join(s.cm.th, NULL);
+    }
+    free(s.cm.tables);
+    pthread_mutex_destroy(&s.cm.mu);
+    pthread_cond_destroy(&s.cm.cv);
     drop_tables(&s);
+    free(s.spare);
     free(s.tables);
     for (size_t i = 0; i < s.n_tps; i++) free(s.tps[i].topic);
     free(s.tps);
