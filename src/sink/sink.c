@@ -74,6 +74,7 @@ typedef struct committer {
     size_t n_pos;
     bool failed;
     char err[1024];
+    int64_t took_ms;            /* how long the last batch took (committer thread) */
 } committer_t;
 
 typedef struct sink {
@@ -92,6 +93,9 @@ typedef struct sink {
     size_t n_tps;
     json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
     int64_t last_commit;
+    int64_t batch_first_ms;     /* when the open batch's first record was consumed (mono), -1 none */
+    int64_t took_ms[4];         /* the last commits' durations: how early a batch is cut */
+    unsigned n_took;
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
     char fatal_msg[1024];
@@ -489,6 +493,7 @@ static void dlq_flush(sink_t *s)
  * committed keep their part; their offsets stop it from landing twice). */
 static void commit_batch(sink_t *s, committer_t *c)
 {
+    int64_t t_start = fl_mono_ms();
     char err[1024] = "";
     for (size_t i = 0; i < c->n_tables; i++) {
         tbl_t *t = c->tables[i];
@@ -520,6 +525,7 @@ static void commit_batch(sink_t *s, committer_t *c)
     rd_kafka_resp_err_t ke = rd_kafka_commit(s->rk, l, 0);
     if (ke) fl_warn("sink: committing the Kafka group offsets failed (the tables hold them): %s", rd_kafka_err2str(ke));
     rd_kafka_topic_partition_list_destroy(l);
+    c->took_ms = fl_mono_ms() - t_start;
 }
 
 static void *committer_main(void *arg)
@@ -569,6 +575,7 @@ static bool committer_wait(sink_t *s)
     c->busy = c->done = false;
     pthread_mutex_unlock(&c->mu);
     bool ok = !c->failed;
+    if (ok) s->took_ms[s->n_took++ % 4] = c->took_ms;
     for (size_t i = 0; i < c->n_tables; i++) {
         tbl_t *t = c->tables[i];
         if (!ok) { tbl_free(t); continue; }
@@ -608,6 +615,7 @@ static void rewind_all(sink_t *s, const char *why)
     committer_wait(s);
     drop_tables(s);
     s->rewound = true;
+    s->batch_first_ms = -1;
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
     for (size_t i = 0; i < s->n_tps; i++) {
         int64_t from = s->tps[i].fstart >= 0 ? s->tps[i].fstart : s->tps[i].start;
@@ -637,6 +645,7 @@ static void commit_start(sink_t *s)
     }
     s->last_commit = fl_mono_ms();
     s->batch_records = s->batch_bytes = 0;
+    s->batch_first_ms = -1;
     bool any = false;
     for (size_t i = 0; i < s->n_tps; i++) any |= s->tps[i].start >= 0;
     if (!any) return;
@@ -667,6 +676,40 @@ static void commit_start(sink_t *s)
     c->done = false;
     pthread_cond_broadcast(&c->cv);
     pthread_mutex_unlock(&c->mu);
+}
+
+/* Whether the committer is idle or done (the open batch can be handed over
+ * without waiting). */
+static bool committer_free(sink_t *s)
+{
+    pthread_mutex_lock(&s->cm.mu);
+    bool f = !s->cm.busy || s->cm.done;
+    pthread_mutex_unlock(&s->cm.mu);
+    return f;
+}
+
+/* Milliseconds until the open batch is due (0: now). A batch is cut when
+ * its first record is commit-interval old less the recent commits' duration
+ * (at most half the interval), so that it is queryable about one interval
+ * after its first record arrived, or at the interval since the last cut, or
+ * at the configured record/byte caps (*cap: then the consume loop waits for
+ * the committer, so a batch holds no more than the cap); a batch due by time
+ * while the previous one is still being committed waits (the loop does not). */
+static int64_t commit_due_in(sink_t *s, bool *cap)
+{
+    const fl_sink_config_t *c = s->cfg;
+    *cap = (c->commit_max_records && s->batch_records >= c->commit_max_records) ||
+           (c->commit_max_bytes && s->batch_bytes >= c->commit_max_bytes);
+    if (*cap) return 0;
+    int64_t now = fl_mono_ms(), in = c->commit_interval_ms - (now - s->last_commit);
+    if (s->batch_first_ms >= 0) {
+        int64_t lead = 0;
+        for (unsigned i = 0; i < 4 && i < s->n_took; i++) lead = s->took_ms[i] > lead ? s->took_ms[i] : lead;
+        if (lead > c->commit_interval_ms / 2) lead = c->commit_interval_ms / 2;
+        int64_t first = c->commit_interval_ms - lead - (now - s->batch_first_ms);
+        if (first < in) in = first;
+    }
+    return in > 0 ? in : 0;
 }
 
 /* Commits the open batch and waits for it (rebalances, schema changes,
@@ -882,6 +925,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
     char err[1024] = "";
     s->records++;
+    if (s->batch_first_ms < 0) s->batch_first_ms = fl_mono_ms();
     s->batch_records++;
     s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
@@ -1195,8 +1239,17 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
             cfg->name, cfg->group_id, cfg->n_topics, cfg->topics_regex ? " + regex" : "", cfg->commit_interval_ms, s.key);
 
     s.last_commit = fl_mono_ms();
+    s.batch_first_ms = -1;
     while (!*stop && !s.fatal) {
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, 100);
+        bool cap;
+        int64_t due_in = commit_due_in(&s, &cap);
+        if (!due_in && (cap || committer_free(&s))) {
+            commit_start(&s);
+            continue;
+        }
+        /* wake for the cut, or (a cut waiting on the committer) soon to see it done */
+        int timeout = due_in ? (int)(due_in < 100 ? due_in : 100) : 5;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, timeout);
         if (m) {
             if (!m->err) process(&s, m);
             else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
@@ -1204,10 +1257,6 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
             rd_kafka_message_destroy(m);
         }
         if (s.dlq) rd_kafka_poll(s.dlq, 0);
-        if (!s.fatal && (fl_mono_ms() - s.last_commit >= cfg->commit_interval_ms ||
-                         (cfg->commit_max_records && s.batch_records >= cfg->commit_max_records) ||
-                         (cfg->commit_max_bytes && s.batch_bytes >= cfg->commit_max_bytes)))
-            commit_start(&s);
     }
     if (!s.fatal) commit_all(&s);
     else if (!committer_wait(&s)) fl_warn("sink: the last batch handed over did not commit: %s", s.cm.err);
