@@ -19,8 +19,11 @@ events/s for LAT_SECONDS into a fresh topic while the sink runs, each event's pr
 against the first time (the table polled every LAT_POLL_MS) a snapshot's floe.offsets map
 covers its offset; p50/p99/max printed.
 
-The events carry a base64 payload of random bytes (incompressible, as real payloads
-mostly are). Env: N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
+The events carry a base64 payload of random bytes (incompressible: the worst case for
+the Parquet codec). floe sink also drains a second topic of REAL_N events of a realistic
+shape (the source document's events: ids, ISO timestamps, enums, plus a user id, a URL
+and a short text of common words instead of the random payload, ~250 B), printed as its
+own table ("realistic events"). Env: REAL_N (N; 0 skips) N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
      SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)  WIDE_PARTITIONS (1000; 0 skips)
      WIDE_N (100000)  LAT_COMMIT_MS ("1000,200"; "" skips)  LAT_RATE (2000)  LAT_SECONDS (15)  LAT_POLL_MS (20)
@@ -53,6 +56,7 @@ COMMIT_MS = os.environ.get("COMMIT_MS", "1000")
 TASKS_MAX = os.environ.get("TASKS_MAX", "2")
 ICEBERG_VERSION = os.environ.get("ICEBERG_VERSION", "1.10.1")
 KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "3.9.2")
+REAL_N = int(os.environ.get("REAL_N", str(N)))
 WIDE_PARTITIONS = int(os.environ.get("WIDE_PARTITIONS", "1000"))
 WIDE_N = int(os.environ.get("WIDE_N", "100000"))
 LAT_RATE = int(os.environ.get("LAT_RATE", "2000"))
@@ -83,6 +87,43 @@ def event(i, pad):
     return json.dumps({"event_id": str(uuid.UUID(int=i + 1)), "event_time": "2026-11-30T12:%02d:%02d.%03dZ" % (
         i // 60000 % 60, i // 1000 % 60, i % 1000), "event_type": ("click", "view", "buy")[i % 3], "user_id": i % 10007,
         "url": "https://shop.example.com/p/%d?ref=bench" % (i % 5000), "payload": pad})
+
+
+WORDS = ("the order was shipped to customer after payment confirmed by bank card wallet refund requested "
+         "item out of stock back soon added cart checkout page search results filter price low high new "
+         "arrival sale discount code applied free delivery express standard returned damaged size color "
+         "red blue black white small medium large review stars great quality fast slow support chat").split()
+
+
+def real_event(i, rnd):
+    """A realistic event: the source document's fields (id, ISO time, enum) and a few more."""
+    return json.dumps({"event_id": str(uuid.UUID(int=i + 1)), "event_time": "2026-11-30T12:%02d:%02d.%03dZ" % (
+        i // 60000 % 60, i // 1000 % 60, i % 1000), "event_type": ("click", "view", "buy", "signup")[rnd.randrange(4)],
+        "user_id": rnd.randrange(100000), "url": "https://shop.example.com/p/%d?ref=%s" % (
+            rnd.randrange(5000), ("mail", "ad", "search", "direct")[rnd.randrange(4)]),
+        "payload": " ".join(rnd.choice(WORDS) for _ in range(rnd.randrange(6, 20)))})
+
+
+def produce_real(broker, topic, n):
+    import random
+    from confluent_kafka import Producer
+    rnd = random.Random(12)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
+                  "compression.type": "lz4", "queue.buffering.max.kbytes": 1 << 19})
+    total = 0
+    for i in range(n):
+        v = real_event(i, rnd).encode()
+        total += len(v)
+        while True:
+            try:
+                p.produce(topic, value=v, key=str(i).encode(), partition=i % PARTITIONS)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 5000 == 0:
+            p.poll(0)
+    assert p.flush(120) == 0
+    return total
 
 
 def produce(broker, topic):
@@ -127,34 +168,36 @@ def total_records(cat, ident):
     return int(s.summary.get("total-records", 0)) if s else 0
 
 
-def wait_table(cat, ident, proc_alive, timeout):
+def wait_table(cat, ident, proc_alive, timeout, n_want=None):
+    N_ = N if n_want is None else n_want
     end = time.time() + timeout
     n = 0
     while time.time() < end:
         n = total_records(cat, ident)
-        if n >= N:
+        if n >= N_:
             return time.time(), n
         if not proc_alive():
             raise SystemExit("the sink died (see %s)" % OUT)
         time.sleep(0.25)
-    raise SystemExit("timeout: %s has %d of %d rows (see %s)" % (ident, n, N, OUT))
+    raise SystemExit("timeout: %s has %d of %d rows (see %s)" % (ident, n, N_, OUT))
 
 
-def run_floe_sink(floe, arn, cat, ns, topic, serve_pid):
-    doc = connector(floe, arn, "bench-floe", topics=topic, **{
-        "iceberg.tables": ns + ".floe", "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
-    cfg = OUT / "floe-sink.json"
+def run_floe_sink(floe, arn, cat, ns, topic, serve_pid, table="floe", n_want=None):
+    doc = connector(floe, arn, "bench-" + table, topics=topic, **{
+        "iceberg.tables": ns + "." + table, "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
+    cfg = OUT / ("%s-sink.json" % table.replace("_", "-"))
     cfg.write_text(json.dumps(doc, indent=2))
-    logf = open(OUT / "floe-sink.log", "w")
+    logf = open(OUT / ("%s-sink.log" % table.replace("_", "-")), "w")
     s0, t0 = cpu_s(serve_pid), time.time()
     p = subprocess.Popen([FLOE_BIN, "sink", "--config", str(cfg), "--bootstrap-servers", BROKER.bootstrap],
                          stdout=logf, stderr=subprocess.STDOUT)
     perf = None
     if os.environ.get("SINK_PERF"):   # profile floe sink: perf report -i OUT/perf.data
-        perf = subprocess.Popen(["perf", "record", "-g", "-o", str(OUT / "perf.data"), "-p", str(p.pid)],
+        perf = subprocess.Popen(["perf", "record", "-g", "-o", str(OUT / ("perf.data" if table == "floe" else
+                                                                         "perf-%s.data" % table)), "-p", str(p.pid)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        t1, n = wait_table(cat, ns + ".floe", lambda: p.poll() is None, 600)
+        t1, n = wait_table(cat, ns + "." + table, lambda: p.poll() is None, 600, n_want)
         if perf:
             perf.send_signal(signal.SIGINT)
             perf.wait(60)
@@ -383,6 +426,14 @@ def main():
         log("floe sink draining the topic")
         res["floe"] = run_floe_sink(floe, arn, cat, ns, topic, floe.proc.pid)
         log("floe sink: %s" % res["floe"])
+        if REAL_N:
+            make_table(cat, ns, "floe_real")
+            BROKER.create_topic("events_real", PARTITIONS)
+            log("producing %d realistic events into %d partitions" % (REAL_N, PARTITIONS))
+            res["real_bytes"] = produce_real(BROKER, "events_real", REAL_N)
+            log("floe sink draining the realistic topic (%.1f MiB)" % (res["real_bytes"] / 2**20))
+            res["floe_real"] = run_floe_sink(floe, arn, cat, ns, "events_real", floe.proc.pid, "floe_real", REAL_N)
+            log("floe sink (realistic events): %s" % res["floe_real"])
         if WIDE_PARTITIONS:
             log("floe sink draining %d events from a topic of %d partitions" % (WIDE_N, WIDE_PARTITIONS))
             res["floe_wide"] = run_wide(floe, arn, cat, ns)
@@ -411,7 +462,7 @@ def main():
             ("records/s per CPU-second", lambda r: N / r["cpu_s"], "%.0f"),
             ("peak RSS MiB (VmHWM)", lambda r: r["rss_mib"], "%.0f"),
             ("floe serve CPU s in window", lambda r: r["serve_cpu_s"], "%.1f")]
-    print("floe sink vs Kafka Connect Iceberg sink %s: %d events, %.1f MiB JSON, %d partitions, commits every %s ms, "
+    print("floe sink vs Kafka Connect Iceberg sink %s: %d random-payload events (base64 of random bytes), %.1f MiB JSON, %d partitions, commits every %s ms, "
           "tasks.max %s, %d cores, load at start %s" % (ICEBERG_VERSION, N, mib, PARTITIONS, COMMIT_MS, TASKS_MAX,
                                                        os.cpu_count(), " ".join(res["load_at_start"])))
     print("%-30s %12s %12s %8s" % ("figure", "floe sink", "JVM sink", "ratio"))
@@ -420,6 +471,14 @@ def main():
         b = f(res["jvm"]) if "jvm" in res else None
         ratio = "%.2f" % (a / b) if b else "-"
         print("%-30s %12s %12s %8s" % (name, fmt % a, fmt % b if b is not None else "-", ratio))
+    if "floe_real" in res:
+        r, mr = res["floe_real"], res["real_bytes"] / 2**20
+        print("floe sink, realistic events (ids, ISO timestamps, enums, short text; %d events, %.1f MiB JSON, "
+              "%.0f B each, commits every %s ms)" % (REAL_N, mr, res["real_bytes"] / REAL_N, COMMIT_MS))
+        for name, v, fmt in [("records/s (wall)", REAL_N / r["wall_s"], "%.0f"), ("MiB/s of JSON (wall)", mr / r["wall_s"], "%.1f"),
+                             ("CPU seconds (sink process)", r["cpu_s"], "%.2f"), ("MiB/s per CPU-second", mr / r["cpu_s"], "%.1f"),
+                             ("records/s per CPU-second", REAL_N / r["cpu_s"], "%.0f"), ("peak RSS MiB (VmHWM)", r["rss_mib"], "%.0f")]:
+            print("%-30s %12s" % (name, fmt % v))
     if "floe_wide" in res:
         w = res["floe_wide"]
         print("floe sink, %d partitions (%d events): peak RSS %.0f MiB, %.1f CPU s, %.1f s" % (

@@ -22,7 +22,7 @@
 
 #define MAX_DEPTH 64           /* nodes on the path from a top-level column to a leaf */
 #define SLICE_ROWS 4096        /* rows shredded between row-group size checks */
-#define DICT_PROBE 65536       /* values after which a chunk's dictionary must pay off */
+#define DICT_PROBE 4096        /* values after which a chunk's dictionary must pay off (Java checks at its first page) */
 #define MAX_STAT_BYTES 4096    /* longer byte-array min/max are left out of the footer */
 #define HDR_GAP 64             /* room left before a page body for its header */
 

@@ -858,11 +858,31 @@ static const char *fd_ws(const char *p, const char *end)
  * Plain (no escapes, *esc false): the bytes are the span up to the quote.
  * With the simple escapes (*esc true): the decoded bytes are appended to
  * tmp. NULL to fall back (non-ASCII or control bytes, \u, the end). */
+/* The first byte of v (little-endian) that ends a plain run: '"', '\\', a
+ * control byte or a non-ASCII one; 8 if none. Each test's borrows can only
+ * flag bytes above a true hit, so the lowest flag is exact. */
+static inline unsigned fd_special8(uint64_t v)
+{
+    const uint64_t lo = 0x0101010101010101ULL, hi = 0x8080808080808080ULL;
+    uint64_t x1 = v ^ (lo * '"'), x2 = v ^ (lo * '\\');
+    uint64_t m = (((v - lo * 0x20) & ~v) | ((x1 - lo) & ~x1) | ((x2 - lo) & ~x2) | v) & hi;
+    return m ? (unsigned)__builtin_ctzll(m) >> 3 : 8;
+}
+
 static const char *fd_str(const char *p, const char *end, fl_buf_t *tmp, bool *esc)
 {
     *esc = false;
     const char *run = p, *q = p;
     for (;;) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        while (end - q >= 8) {   /* 8 bytes at a time; the byte loop below finds the stop */
+            uint64_t v;
+            memcpy(&v, q, 8);
+            unsigned k = fd_special8(v);
+            q += k;
+            if (k < 8) break;
+        }
+#endif
         while (q < end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80) q++;
         if (q >= end) return NULL;
         if (*q == '"') {
@@ -935,8 +955,18 @@ static const char *fd_num(const char *p, const char *end, fd_slot_t *slot)
     return q;
 }
 
-static const fl_field_t *fd_column(const fl_field_t *root, const char *k, size_t n, bool ci, uint32_t *idx)
+/* The column named k; hint (the column after the previous key's) is tried
+ * first: producers mostly write the keys in the schema's order. */
+static const fl_field_t *fd_column(const fl_field_t *root, const char *k, size_t n, bool ci, uint32_t hint,
+                                   uint32_t *idx)
 {
+    if (hint < root->n_children) {
+        const char *name = root->children[hint].name;
+        if (!ci && !strncmp(name, k, n) && !name[n]) {
+            *idx = hint;
+            return &root->children[hint];
+        }
+    }
     for (uint32_t i = 0; i < root->n_children; i++) {
         const char *name = root->children[i].name;
         if (strlen(name) == n && (ci ? !strncasecmp(name, k, n) : !memcmp(name, k, n))) {
@@ -954,6 +984,7 @@ bool fl_sink_direct_append(const fl_field_t *root, fl_vec_t *batch, const void *
     for (uint32_t i = 0; i < root->n_children; i++) slots[i].kind = FD_ABSENT;
     fl_buf_reset(tmp);
     const char *base = msg, *p = msg, *end = base + n;
+    uint32_t hint = 0;
     p = fd_ws(p, end);
     if (p >= end || *p != '{') return false;
     p = fd_ws(p + 1, end);
@@ -966,7 +997,8 @@ bool fl_sink_direct_append(const fl_field_t *root, fl_vec_t *batch, const void *
             const char *k = p + 1, *q = fd_str(k, end, tmp, &esc);
             if (!q || esc) return false;   /* keys with escapes: the general path */
             uint32_t ci_idx;
-            const fl_field_t *f = fd_column(root, k, (size_t)(q - 1 - k), ci, &ci_idx);
+            const fl_field_t *f = fd_column(root, k, (size_t)(q - 1 - k), ci, hint, &ci_idx);
+            hint = ci_idx + 1;
             if (!f || slots[ci_idx].kind != FD_ABSENT) return false;   /* no column (drop/evolve), or twice */
             fd_slot_t *s = &slots[ci_idx];
             p = fd_ws(q, end);

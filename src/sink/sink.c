@@ -31,6 +31,9 @@ typedef struct tp {
     int64_t start;              /* first offset consumed since the last commit, -1 none */
     int64_t next;               /* last consumed offset + 1, -1 none */
     int64_t fstart;             /* first offset of the batch being committed (committer), -1 none */
+    const void *floor_tbl;      /* the direct path's table floor_off was read for ... */
+    uint64_t floor_gen;         /* ... at this offsets generation (sink_t.offsets_gen) */
+    int64_t floor_off;          /* that table's offset for this partition (records below are in it) */
 } tp_t;
 
 /* A partition's range in a batch handed to the committer. */
@@ -96,6 +99,8 @@ typedef struct sink {
     int64_t batch_first_ms;     /* when the open batch's first record was consumed (mono), -1 none */
     int64_t took_ms[4];         /* the last commits' durations: how early a batch is cut */
     unsigned n_took;
+    size_t last_tp;             /* index of the partition of the last record (records come in runs) */
+    uint64_t offsets_gen;       /* bumped whenever a table's offsets map may change */
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
     char fatal_msg[1024];
@@ -210,6 +215,7 @@ static void tbl_free(tbl_t *t)
  * the last commit (not the committer's). */
 static void drop_tables(sink_t *s)
 {
+    s->offsets_gen++;   /* a table freed here may be allocated again at the same address */
     for (size_t i = 0; i < s->n_tables; i++) tbl_free(s->tables[i]);
     s->n_tables = 0;
     for (size_t i = 0; i < s->n_spare; i++) tbl_free(s->spare[i]);
@@ -219,6 +225,7 @@ static void drop_tables(sink_t *s)
 /* Drops the open tables named name (both lists). */
 static void forget_table(sink_t *s, const char *name)
 {
+    s->offsets_gen++;
     for (size_t i = 0; i < s->n_tables;)
         if (!strcmp(s->tables[i]->name, name)) { tbl_free(s->tables[i]); s->tables[i] = s->tables[--s->n_tables]; }
         else i++;
@@ -398,6 +405,7 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
                 "it?): its records are resumed from the Kafka group offsets", name, s->key);
     fl_vec_init(&t->batch, fl_append_schema(t->ap));
     s->retry_ms = 0;
+    s->offsets_gen++;
     s->tables = fl_realloc(s->tables, (s->n_tables + 1) * sizeof *s->tables);
     s->tables[s->n_tables++] = t;
     return t;
@@ -410,14 +418,21 @@ fail:
 
 static tp_t *tp_find(sink_t *s, const char *topic, int32_t partition, bool add)
 {
+    size_t h = s->last_tp;
+    if (h < s->n_tps && s->tps[h].partition == partition && !strcmp(s->tps[h].topic, topic)) return &s->tps[h];
     for (size_t i = 0; i < s->n_tps; i++)
-        if (s->tps[i].partition == partition && !strcmp(s->tps[i].topic, topic)) return &s->tps[i];
+        if (s->tps[i].partition == partition && !strcmp(s->tps[i].topic, topic)) {
+            s->last_tp = i;
+            return &s->tps[i];
+        }
     if (!add) return NULL;
     s->tps = fl_realloc(s->tps, (s->n_tps + 1) * sizeof *s->tps);
     tp_t *p = &s->tps[s->n_tps++];
     p->topic = fl_strdup(topic);
     p->partition = partition;
     p->start = p->next = p->fstart = -1;
+    p->floor_tbl = NULL;
+    s->last_tp = s->n_tps - 1;
     return p;
 }
 
@@ -575,6 +590,7 @@ static bool committer_wait(sink_t *s)
     c->busy = c->done = false;
     pthread_mutex_unlock(&c->mu);
     bool ok = !c->failed;
+    s->offsets_gen++;   /* the tables coming back and the open ones' merged maps */
     if (ok) s->took_ms[s->n_took++ % 4] = c->took_ms;
     for (size_t i = 0; i < c->n_tables; i++) {
         tbl_t *t = c->tables[i];
@@ -907,7 +923,13 @@ static bool process_direct(sink_t *s, const rd_kafka_message_t *m, const char *t
         t->direct_for = root;
         t->direct = fl_sink_direct_usable(root);
     }
-    if (!t->direct || m->offset < map_get(t->offsets, topic, m->partition)) return false;
+    if (!t->direct) return false;
+    if (p->floor_tbl != t || p->floor_gen != s->offsets_gen) {   /* map_get formats and looks up: once per change */
+        p->floor_tbl = t;
+        p->floor_gen = s->offsets_gen;
+        p->floor_off = map_get(t->offsets, topic, m->partition);
+    }
+    if (m->offset < p->floor_off) return false;
     if (!fl_sink_direct_append(root, &t->batch, m->payload, m->len, s->cfg->case_insensitive, &s->direct_tmp))
         return false;
     t->rows++;

@@ -496,6 +496,25 @@ FL_TEST(sink_direct_path)
     }
     if (took <= 500) fprintf(stderr, "direct path took %d\n", took);
     CHECK(took > 500);   /* the mutations leave many records the direct path takes */
+    /* long strings (scanned 8 bytes at a time): one byte at each position ends the plain
+     * run exactly there: quotes and backslashes as escapes, controls and non-ASCII fall back */
+    static const unsigned char bytes[] = { 0x01, 0x1f, 0x20, 0x21, 0x23, 0x5b, 0x5d, 0x7e, 0x7f, 0x80, 0xc3, 0xff };
+    for (size_t k = 0; k < 21; k++) {
+        for (size_t bi = 0; bi < sizeof bytes + 2; bi++) {
+            char rec[96];
+            int n = snprintf(rec, sizeof rec, "{\"id\":1,\"s\":\"%.*s", (int)k, "abcdefghijklmnopqrstuvwxyz");
+            bool plain = true;
+            if (bi < sizeof bytes) {
+                rec[n++] = (char)bytes[bi];
+                plain = bytes[bi] >= 0x20 && bytes[bi] < 0x80;
+            } else {
+                rec[n++] = '\\';
+                rec[n++] = bi == sizeof bytes ? '"' : '\\';
+            }
+            n += snprintf(rec + n, sizeof rec - (size_t)n, "%.*s\"}", (int)(20 - k), "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+            CHECK_EQ(direct_matches_general(&root, rec, (size_t)n, false), plain);
+        }
+    }
     /* tables with other kinds of columns take the general path */
     fl_field_t other;
     json_t *oj = json_loads("{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"t\",\"required\":false,"
