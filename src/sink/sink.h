@@ -32,7 +32,10 @@
  * with __connect.errors.* headers and goes on.
  *
  * Threads: fl_sink_run runs on the caller's thread until *stop is set (then it
- * commits what it holds and leaves the group) or a fatal error. */
+ * commits what it holds and leaves the group) or a fatal error; it starts one
+ * committer thread, which commits the batch handed to it (its tables'
+ * appenders, the partitions' ranges) while the caller's thread consumes the
+ * next, and joins it before it returns. */
 #ifndef FL_SINK_SINK_H
 #define FL_SINK_SINK_H
 #include <signal.h>
