@@ -133,3 +133,60 @@ def test_objects_live_in_the_backing_store(pair):
 
     # the secret never reaches the log
     assert SECRET_KEY not in front.log_text()
+
+
+def _sock_put(front, path, headers, part, total, query=None):
+    """A signed PUT that announces total bytes, sends part of them and hangs up."""
+    import socket
+    from s3helpers import sign, uri_encode
+    host, port = "127.0.0.1", int(front.endpoint.rsplit(":", 1)[1])
+    h = {"Host": "%s:%d" % (host, port), "Content-Length": str(total)}
+    h.update(headers)
+    sign("PUT", path, query, h, "UNSIGNED-PAYLOAD", ACCESS_KEY, SECRET_KEY)
+    if query:
+        path += "?" + "&".join(uri_encode(k, False) + "=" + uri_encode(v, False) for k, v in query)
+    s = socket.create_connection((host, port), timeout=30)
+    s.sendall(("PUT %s HTTP/1.1\r\n" % path + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n").encode())
+    s.sendall(part)
+    s.shutdown(socket.SHUT_WR)
+    s.settimeout(30)
+    try:
+        while s.recv(65536):
+            pass
+    except OSError:
+        pass
+    s.close()
+
+
+def test_streamed_put_cut_short_or_refused_leaves_nothing(pair):
+    """A PUT or UploadPart of known length streams to the backing store as it
+    arrives; a body cut short, or one that fails its Content-MD5, must leave no
+    (partial) object there and keep the one before."""
+    import time
+    backing, front = pair
+    s3, raw = make_client(front.endpoint), make_client(backing.endpoint)
+    s3.create_bucket(Bucket="stb")
+    s3.put_object(Bucket="stb", Key="keep", Body=b"old")
+    big = os.urandom(4 * 1024 * 1024)
+    _sock_put(front, "/stb/cut", {}, big[: len(big) // 2], len(big))
+    _sock_put(front, "/stb/keep", {}, big[:1024 * 1024], len(big))
+    time.sleep(0.5)
+    with pytest.raises(ClientError) as ei:
+        s3.head_object(Bucket="stb", Key="cut")
+    assert ei.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    keys = [o["Key"] for o in raw.list_objects_v2(Bucket="shared", Prefix="pre/o/stb/").get("Contents", [])]
+    assert keys == ["pre/o/stb/keep"]
+    assert s3.get_object(Bucket="stb", Key="keep")["Body"].read() == b"old"
+    # all bytes sent, but the wrong Content-MD5: BadDigest, nothing replaced
+    with pytest.raises(ClientError) as ei:
+        s3.put_object(Bucket="stb", Key="keep", Body=big, ContentMD5=base64.b64encode(b"0" * 16).decode())
+    assert ei.value.response["Error"]["Code"] == "BadDigest"
+    assert s3.get_object(Bucket="stb", Key="keep")["Body"].read() == b"old"
+    # a part cut short: no part in the backing store's upload
+    up = s3.create_multipart_upload(Bucket="stb", Key="mp")["UploadId"]
+    _sock_put(front, "/stb/mp", {}, big[:1000], len(big), query=[("partNumber", "1"), ("uploadId", up)])
+    time.sleep(0.5)
+    assert s3.list_parts(Bucket="stb", Key="mp", UploadId=up).get("Parts", []) == []
+    e1 = s3.upload_part(Bucket="stb", Key="mp", UploadId=up, PartNumber=1, Body=big)["ETag"]
+    assert e1 == '"%s"' % hashlib.md5(big).hexdigest()
+    s3.abort_multipart_upload(Bucket="stb", Key="mp", UploadId=up)
