@@ -1285,6 +1285,39 @@ static void echo_checksum(s3req_t *r, const intake_t *in)
     if (in->want_crc64) fl_http_resp_headerf(r->c, CRC64_HDR, "%llu", (unsigned long long)in->crc64);
 }
 
+/* Whether a PutObject or UploadPart body may stream to a remote store as it
+ * arrives (fl_blob_w_open_stream) instead of being spooled: a plain body of
+ * known length (neither aws-chunked nor HTTP-chunked), within max. The store's
+ * writer holds back the last byte until the body has been verified (payload
+ * hash, Content-MD5, x-amz-checksum-*), so a body that fails leaves nothing.
+ * For an object (hdrs non-NULL) its stored headers must be known before the
+ * body: OSS's computed CRC-64 and a checksum computed from a bare
+ * x-amz-sdk-checksum-algorithm are not, so those spool; a client's
+ * x-amz-checksum-* value is added to hdrs (it is what the verified body has). */
+static bool can_stream(s3req_t *r, int64_t max, fl_buf_t *hdrs)
+{
+    if (!fl_store_is_remote(r->cfg->store) || OSS(r) || r->req->chunked || r->req->content_length < 1 ||
+        r->req->content_length > max)
+        return false;
+    if (r->signed_req && r->auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED) return false;
+    char sha[80];
+    if (hget(r, "x-amz-content-sha256", sha, sizeof sha) && !strncmp(sha, "STREAMING-", 10)) return false;
+    if (hhas(r, "x-amz-trailer") || hhas(r, "x-amz-decoded-content-length")) return false;
+    if (!hdrs) return true;
+    const fl_http_header_t *ck = NULL;
+    for (size_t i = 0; i < r->req->nheaders; i++) {
+        const fl_http_header_t *h = &r->req->headers[i];
+        if (fl_cksum_alg_from_header(h->name, h->name_len) == FL_CK_NONE) continue;
+        if (ck || h->value_len >= 64) return false; /* intake_checksums refuses it */
+        ck = h;
+    }
+    if (!ck && hhas(r, "x-amz-sdk-checksum-algorithm")) return false;
+    if (ck)
+        fl_buf_printf(hdrs, "%s: %.*s\n", fl_cksum_header(fl_cksum_alg_from_header(ck->name, ck->name_len)),
+                      (int)ck->value_len, ck->value);
+    return true;
+}
+
 static void op_put_object(s3req_t *r)
 {
     fl_http_set_op(r->c, "PutObject");
@@ -1298,13 +1331,16 @@ static void op_put_object(s3req_t *r)
         goto out;
     }
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
-    fl_err_t e = fl_blob_w_open(r->cfg->store, &in.w);
+    bool stream = can_stream(r, in.max, &hdrs);
+    fl_err_t e = stream ? fl_blob_w_open_stream(r->cfg->store, r->bucket, r->key, r->keylen, r->req->content_length,
+                                                hdrs.ptr, &cond, NULL, 0, &in.w)
+                        : fl_blob_w_open(r->cfg->store, &in.w);
     if (e) {
         s3_error_from(r, e);
         goto out;
     }
     if (!intake_body(r, &in)) goto out;
-    add_checksum_header(&hdrs, &in);
+    if (!stream) add_checksum_header(&hdrs, &in); /* streamed: the client's, sent at open */
     fl_obj_meta_t meta = { .size = in.size, .headers = hdrs.ptr };
     memcpy(meta.etag, in.etag, sizeof meta.etag);
     e = fl_store_put(r->cfg->store, in.w, r->bucket, r->key, r->keylen, &meta, &cond);
@@ -1755,7 +1791,10 @@ static void op_upload_part(s3req_t *r)
         s3_error_from(r, e);
         goto out;
     }
-    e = fl_blob_w_open(r->cfg->store, &in.w);
+    e = can_stream(r, in.max, NULL)
+            ? fl_blob_w_open_stream(r->cfg->store, r->bucket, r->key, r->keylen, r->req->content_length, NULL, NULL,
+                                    qget(r, "uploadId"), num, &in.w)
+            : fl_blob_w_open(r->cfg->store, &in.w);
     if (e) {
         s3_error_from(r, e);
         goto out;

@@ -874,7 +874,7 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
         out->reason = "action not allowed across accounts";
         return;
     }
-    if (!cross && in->principal_is_root) {
+    if (!cross && in->principal_is_root && !in->session) {
         out->allowed = true;
         out->reason = "account root";
         return;

@@ -4,7 +4,9 @@
  *
  *   1. an action the source document marks as never cross-account, asked by a
  *      principal of another account than the resource's: denied;
- *   2. the owning account's root: allowed (it keeps full access to its account);
+ *   2. the owning account's root: allowed (it keeps full access to its account),
+ *      unless it acts under a session policy (credentials vended for a root):
+ *      then what that policy allows;
  *   3. any matching Deny in any policy: denied (explicit deny wins);
  *   4. same account: allowed if an identity policy (within the session policy,
  *      if any) or a resource policy allows;

@@ -99,6 +99,12 @@
 #define FL_IAM_SESSION_DEFAULT_S   3600
 #define FL_IAM_SESSION_MAX_S       43200
 #define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
+#define FL_STORE_STREAM_PIPE       (1024 * 1024) /* pipe between a client's body and a streamed PUT to a
+                                                  * remote store: what one such PUT buffers */
+#define FL_IAM_VENDED_TTL_S        3600    /* lifetime of credentials the REST catalog vends for one table
+                                            * (X-Iceberg-Access-Delegation: vended-credentials) */
+#define FL_IAM_VENDED_CACHE        256     /* vended credentials a node keeps to hand out again while
+                                            * more than half their lifetime is left (direct-mapped) */
 #define FL_IAM_CACHE_TTL_MS        1000    /* keys, parsed policies, table lookups cached per node this long
                                             * (a change through this node's API invalidates at once) */
 #define FL_IAM_CACHE_SLOTS         1024    /* entries of that cache (direct-mapped) */
