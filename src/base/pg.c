@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,10 @@ struct fl_pg {
     int total;
     int max;
     char setup[256];      /* SET ... run on every new connection */
+    atomic_uint_fast64_t n_rt, n_prep, n_tx, n_conn;   /* fl_pg_stats */
 };
+
+#define COUNT(p, f) atomic_fetch_add_explicit(&(p)->f, 1, memory_order_relaxed)
 
 void fl_pg_arg_str(fl_pg_args_t *a, int i, const char *s)
 {
@@ -114,6 +118,7 @@ static PGconn *connect_one(fl_pg_t *p, bool quiet)
     const char *kw[] = { "connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
                          "keepalives_count", "tcp_user_timeout", "client_encoding", "dbname", NULL };
     const char *vals[] = { "5", "floe", "10", "3", "3", "20000", "UTF8", p->url, NULL };
+    COUNT(p, n_conn);
     PGconn *pc = PQconnectdbParams(kw, vals, 1);
     if (!pc || PQstatus(pc) != CONNECTION_OK) {
         if (!quiet) fl_error("%s: cannot connect to PostgreSQL: %s", p->label, pc ? PQerrorMessage(pc) : "out of memory");
@@ -172,6 +177,7 @@ static void conn_free(fl_pg_conn_t *k)
 static fl_err_t command(fl_pg_conn_t *k, const char *sql, const char *what, PGresult **keep)
 {
     conn_clear(k);
+    COUNT(k->owner, n_rt);
     PGresult *r = PQexec(k->pc, sql);
     ExecStatusType s = PQresultStatus(r);
     fl_err_t err = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? FL_OK : res_err(k, r, what);
@@ -342,6 +348,7 @@ fl_err_t fl_pg_begin(fl_pg_conn_t *k)
     if (err == FL_ERR_INTERNAL && reconnect(k)) /* a connection cut while idle: nothing was sent */
         err = command(k, "BEGIN; SELECT txid_current()", "begin", &r);
     if (err) return err;
+    COUNT(k->owner, n_tx);
     k->xid = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
     PQclear(r);
     k->in_tx = true;
@@ -391,6 +398,7 @@ fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err)
         return err;
     }
     conn_clear(k);
+    COUNT(k->owner, n_rt);
     PGresult *r = PQexec(k->pc, "COMMIT");
     ExecStatusType s = PQresultStatus(r);
     if (s == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(r), "COMMIT")) err = FL_OK;
@@ -411,6 +419,8 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     conn_clear(k);
     PGresult *r;
     if (!k->prepared[st]) {
+        COUNT(p, n_rt);
+        COUNT(p, n_prep);
         r = PQprepare(k->pc, s->name, s->sql, s->nparams, s->types);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             fl_err_t e = res_err(k, r, what);
@@ -422,6 +432,7 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     }
     const char *vals[FL_PG_MAX_ARGS];
     for (int i = 0; i < s->nparams; i++) vals[i] = a ? a->v[i] : NULL;
+    COUNT(p, n_rt);
     r = PQexecPrepared(k->pc, s->name, s->nparams, vals, NULL, NULL, 0);
     ExecStatusType rs = PQresultStatus(r);
     if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
@@ -471,6 +482,14 @@ char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c)
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c)
 {
     return strtoll(fl_pg_col(k, r, c), NULL, 10);
+}
+
+void fl_pg_stats(fl_pg_t *p, fl_pg_stats_t *out)
+{
+    out->round_trips = atomic_load_explicit(&p->n_rt, memory_order_relaxed);
+    out->prepares = atomic_load_explicit(&p->n_prep, memory_order_relaxed);
+    out->transactions = atomic_load_explicit(&p->n_tx, memory_order_relaxed);
+    out->connects = atomic_load_explicit(&p->n_conn, memory_order_relaxed);
 }
 
 bool fl_pg_ping(fl_pg_t *p)

@@ -125,6 +125,16 @@ void fl_pg_col_copy(const fl_pg_conn_t *k, int r, int c, char *out, size_t n);
 char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c);
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c);
 
+/* What this handle has cost the database since fl_pg_open (for /metrics and
+ * bench/nodes.py). Any thread; the counters are relaxed atomics. */
+typedef struct fl_pg_stats {
+    uint64_t round_trips;    /* requests that waited for the server's answer (connection set-up excluded) */
+    uint64_t prepares;       /* of which statement preparations (once per statement and connection) */
+    uint64_t transactions;   /* write transactions begun */
+    uint64_t connects;       /* connections opened (pool growth, reconnects, ping, COMMIT resolution) */
+} fl_pg_stats_t;
+void fl_pg_stats(fl_pg_t *p, fl_pg_stats_t *out);
+
 /* Whether the database answers a trivial query now (for /health). */
 bool fl_pg_ping(fl_pg_t *p);
 
