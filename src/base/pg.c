@@ -328,16 +328,17 @@ void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k)
     if (!k) return;
     if (k->in_tx) fl_pg_end(k, FL_ERR_INVALID);
     conn_clear(k);
+    bool broken = !k->pc || PQstatus(k->pc) != CONNECTION_OK || PQtransactionStatus(k->pc) != PQTRANS_IDLE;
     pthread_mutex_lock(&p->mu);
-    if (!k->pc || PQstatus(k->pc) != CONNECTION_OK || PQtransactionStatus(k->pc) != PQTRANS_IDLE) {
+    if (broken) {
         p->total--;
-        conn_free(k);
     } else {
         k->next = p->idle;
         p->idle = k;
     }
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    if (broken) conn_free(k);   /* PQfinish talks to the server: not under the pool's lock */
 }
 
 fl_err_t fl_pg_begin(fl_pg_conn_t *k)
