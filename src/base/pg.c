@@ -149,6 +149,7 @@ static bool reconnect(fl_pg_conn_t *k)
     PQfinish(k->pc);
     k->pc = connect_one(k->owner, false);
     k->in_tx = false;
+    k->begin_pending = false;
     memset(k->prepared, 0, (size_t)k->owner->cfg.n_statements * sizeof *k->prepared);
     return k->pc != NULL;
 }
@@ -343,16 +344,12 @@ void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k)
 
 fl_err_t fl_pg_begin(fl_pg_conn_t *k)
 {
-    PGresult *r = NULL;
     if (!k->pc && !reconnect(k)) return FL_ERR_INTERNAL;
-    fl_err_t err = command(k, "BEGIN; SELECT txid_current()", "begin", &r);
-    if (err == FL_ERR_INTERNAL && reconnect(k)) /* a connection cut while idle: nothing was sent */
-        err = command(k, "BEGIN; SELECT txid_current()", "begin", &r);
-    if (err) return err;
+    /* sent with the transaction's first statement (exec_first) */
     COUNT(k->owner, n_tx);
-    k->xid = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
-    PQclear(r);
+    k->xid = 0;
     k->in_tx = true;
+    k->begin_pending = true;
     return FL_OK;
 }
 
@@ -394,6 +391,10 @@ fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err)
     k->commit_lost = false;
     if (!k->in_tx) return err;
     k->in_tx = false;
+    if (k->begin_pending) {   /* no statement ran: nothing was sent, nothing to commit */
+        k->begin_pending = false;
+        return err;
+    }
     if (err) {
         if (PQstatus(k->pc) == CONNECTION_OK) command(k, "ROLLBACK", "rollback", NULL);
         return err;
@@ -448,12 +449,79 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     return FL_OK;
 }
 
+/* A transaction's first statement: BEGIN, txid_current() and the statement
+ * (prepared first if need be) in one round trip, as one pipeline. */
+static fl_err_t exec_first(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const char *what)
+{
+    fl_pg_t *p = k->owner;
+    pg_stmt_t *s = &p->st[st];
+    conn_clear(k);
+    k->begin_pending = false;
+    bool prep = !k->prepared[st];
+    const char *vals[FL_PG_MAX_ARGS];
+    for (int i = 0; i < s->nparams; i++) vals[i] = a ? a->v[i] : NULL;
+    COUNT(p, n_rt);
+    if (prep) COUNT(p, n_prep);
+    if (!PQenterPipelineMode(k->pc)) return res_err(k, NULL, what);
+    bool sent = (!prep || PQsendPrepare(k->pc, s->name, s->sql, s->nparams, s->types)) &&
+                PQsendQueryParams(k->pc, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) &&
+                PQsendQueryParams(k->pc, "SELECT txid_current()", 0, NULL, NULL, NULL, NULL, 0) &&
+                PQsendQueryPrepared(k->pc, s->name, s->nparams, vals, NULL, NULL, 0) && PQpipelineSync(k->pc);
+    if (!sent) return res_err(k, NULL, what);
+    /* each query's results end with a NULL; then the sync point */
+    fl_err_t err = FL_OK;
+    int nq = prep ? 4 : 3;
+    for (int q = 0; q < nq; q++) {
+        PGresult *r = PQgetResult(k->pc);
+        if (!r) {                                  /* the connection broke */
+            if (!err) err = res_err(k, NULL, what);
+            return err;
+        }
+        ExecStatusType rs = PQresultStatus(r);
+        if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
+            if (!err && rs != PGRES_PIPELINE_ABORTED) err = res_err(k, r, what);
+        } else if (q == nq - 2) {
+            k->xid = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+        } else if (q == nq - 1 && !err) {
+            k->res = r;
+            k->nrows = PQntuples(r);
+            const char *ch = PQcmdTuples(r);
+            k->changes = ch && *ch ? strtoll(ch, NULL, 10) : 0;
+            r = NULL;
+        } else if (q == 0 && prep) {
+            k->prepared[st] = true;
+        }
+        PQclear(r);
+        if (PQstatus(k->pc) != CONNECTION_OK) return err ? err : res_err(k, NULL, what);
+        while ((r = PQgetResult(k->pc))) PQclear(r);
+    }
+    PGresult *r = PQgetResult(k->pc);
+    bool synced = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+    PQclear(r);
+    if (!synced || !PQexitPipelineMode(k->pc)) {
+        if (!err) err = res_err(k, NULL, what);
+        return err;
+    }
+    if (err) conn_clear(k);
+    return err;
+}
+
 fl_err_t fl_pg_exec(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const char *what)
 {
     if (!k->pc && !reconnect(k)) return FL_ERR_INTERNAL;
-    fl_err_t err = exec_once(k, st, a, what);
-    /* outside a transaction a statement on a cut connection never ran: once more */
-    if (err == FL_ERR_INTERNAL && !k->in_tx && reconnect(k)) err = exec_once(k, st, a, what);
+    bool first = k->begin_pending;
+    fl_err_t err = first ? exec_first(k, st, a, what) : exec_once(k, st, a, what);
+    /* outside a transaction, or as a transaction's first statement, a statement on a
+     * cut connection changed nothing (an open transaction dies with its connection):
+     * once more */
+    if (err == FL_ERR_INTERNAL && (first || !k->in_tx) && reconnect(k)) {
+        if (first) {
+            k->in_tx = true;
+            err = exec_first(k, st, a, what);
+        } else {
+            err = exec_once(k, st, a, what);
+        }
+    }
     return err;
 }
 

@@ -71,6 +71,7 @@ typedef struct fl_pg_conn {
     PGconn *pc;
     bool *prepared;                    /* per statement */
     bool in_tx;
+    bool begin_pending;                /* fl_pg_begin's BEGIN goes with the first statement */
     int64_t xid;                       /* the open transaction's id (txid_current) */
     bool commit_lost;                  /* fl_pg_end: the connection died during COMMIT (the
                                           result is txid_status's; a caller that can check its
@@ -102,7 +103,11 @@ fl_pg_conn_t *fl_pg_get(fl_pg_t *p);
  * a broken connection closed. */
 void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k);
 
-/* BEGIN (READ COMMITTED) and note the transaction id. */
+/* BEGIN (READ COMMITTED) and note the transaction id. Both are sent with the
+ * transaction's first statement, in the same round trip (a pipeline), so a
+ * write costs one round trip for its statements plus one for COMMIT; an
+ * unreachable database shows there (FL_ERR_INTERNAL). A transaction that ran
+ * no statement sends nothing. */
 fl_err_t fl_pg_begin(fl_pg_conn_t *k);
 /* Commits when err is FL_OK, else rolls back; returns the outcome. A
  * connection lost while COMMIT was in flight is resolved with txid_status
