@@ -319,8 +319,8 @@ def report(rows, dataplane, pg_version, load_at_start, out):
     rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "-C", ROOT, "diff", "--quiet", "HEAD", "--", "src"]).returncode
     hv = subprocess.run([HAPROXY, "-v"], capture_output=True, text=True).stdout.split("\n")[0]
-    print("floe nodes on PostgreSQL (bench/nodes.py): floe %s%s, PostgreSQL %s, %s" % (rev, "+dirty" if dirty else "",
-                                                                                    pg_version, hv))
+    print("floe nodes on PostgreSQL (bench/nodes.py): %s (tree %s%s), PostgreSQL %s, %s" % (
+        FLOE, rev, "+dirty" if dirty else "", pg_version, hv))
     print("machine: %d cores (%s), load average at start %s; %g s per figure, one run each; %d writers, %d readers" % (
         cores, model, " ".join(load_at_start), SECONDS, WRITERS, READERS))
     if max(NODE_COUNTS) > 1 and cores < max(NODE_COUNTS) + 2:
