@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-nodes bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
 
 all: build
 
@@ -73,6 +73,10 @@ bench: build
 
 bench-catalog: build
 	@bash bench/catalog.sh
+
+# 1 and 3 floe nodes behind HAProxy on PostgreSQL and a shared store (about 2 minutes)
+bench-nodes: build
+	@FLOE_BIN=$(abspath $(BUILD))/floe .venv/bin/python bench/nodes.py
 
 bench-parquet: deps build
 	@.venv/bin/python bench/parquet.py

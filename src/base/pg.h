@@ -71,6 +71,7 @@ typedef struct fl_pg_conn {
     PGconn *pc;
     bool *prepared;                    /* per statement */
     bool in_tx;
+    bool begin_pending;                /* fl_pg_begin's BEGIN goes with the first statement */
     int64_t xid;                       /* the open transaction's id (txid_current) */
     bool commit_lost;                  /* fl_pg_end: the connection died during COMMIT (the
                                           result is txid_status's; a caller that can check its
@@ -102,7 +103,11 @@ fl_pg_conn_t *fl_pg_get(fl_pg_t *p);
  * a broken connection closed. */
 void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k);
 
-/* BEGIN (READ COMMITTED) and note the transaction id. */
+/* BEGIN (READ COMMITTED) and note the transaction id. Both are sent with the
+ * transaction's first statement, in the same round trip (a pipeline), so a
+ * write costs one round trip for its statements plus one for COMMIT; an
+ * unreachable database shows there (FL_ERR_INTERNAL). A transaction that ran
+ * no statement sends nothing. */
 fl_err_t fl_pg_begin(fl_pg_conn_t *k);
 /* Commits when err is FL_OK, else rolls back; returns the outcome. A
  * connection lost while COMMIT was in flight is resolved with txid_status
@@ -124,6 +129,16 @@ const char *fl_pg_col(const fl_pg_conn_t *k, int r, int c);
 void fl_pg_col_copy(const fl_pg_conn_t *k, int r, int c, char *out, size_t n);
 char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c);
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c);
+
+/* What this handle has cost the database since fl_pg_open (for /metrics and
+ * bench/nodes.py). Any thread; the counters are relaxed atomics. */
+typedef struct fl_pg_stats {
+    uint64_t round_trips;    /* requests that waited for the server's answer (connection set-up excluded) */
+    uint64_t prepares;       /* of which statement preparations (once per statement and connection) */
+    uint64_t transactions;   /* write transactions begun */
+    uint64_t connects;       /* connections opened (pool growth, reconnects, ping, COMMIT resolution) */
+} fl_pg_stats_t;
+void fl_pg_stats(fl_pg_t *p, fl_pg_stats_t *out);
 
 /* Whether the database answers a trivial query now (for /health). */
 bool fl_pg_ping(fl_pg_t *p);
