@@ -110,9 +110,23 @@ def stop(p):
             p.wait()
 
 
+_IAM_KEY = []
+
+
+def iam_master_key():
+    """One IAM master key file for every node: nodes on one catalog must share it."""
+    if not _IAM_KEY:
+        path = os.path.join(tempfile.mkdtemp(prefix="floe-bench-key-"), "iam-master-key")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, os.urandom(32))
+        os.close(fd)
+        _IAM_KEY.append(path)
+    return _IAM_KEY[0]
+
+
 def floe(data, logpath, extra):
     env = dict(os.environ, FLOE_ROOT_ACCESS_KEY_ID=AK, FLOE_ROOT_SECRET_ACCESS_KEY=SK,
-               FLOE_OBJECT_STORE_SECRET_ACCESS_KEY=SK)
+               FLOE_OBJECT_STORE_SECRET_ACCESS_KEY=SK, FLOE_IAM_MASTER_KEY_FILE=iam_master_key())
     for attempt in range(3):     # a free port can be taken by another process before floe binds it
         s3p, catp = free_port(), free_port()
         p = spawn([FLOE, "serve", "--data-dir", data, "--s3-listen", "127.0.0.1:%d" % s3p, "--catalog-listen",
