@@ -1,6 +1,8 @@
 /* The one PostgreSQL layer (see pg.h). */
 #include "base/pg.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -8,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
@@ -611,4 +614,127 @@ char *fl_pg_successor(const char *prefix)
     for (n = 0; n <= FL_PG_HI_MAX; n += 4) memcpy(s + n, "\xf4\x8f\xbf\xbf", 4);
     s[n] = 0;
     return s;
+}
+
+/* ---- change notifications ---- */
+
+static bool channel_ok(const char *ch)
+{
+    size_t n = ch ? strlen(ch) : 0;
+    if (n == 0 || n > 48) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((ch[i] >= 'a' && ch[i] <= 'z') || ch[i] == '_')) return false;
+    return true;
+}
+
+fl_err_t fl_pg_notify(fl_pg_t *p, const char *channel)
+{
+    if (!channel_ok(channel)) return FL_ERR_INVALID;
+    char sql[64];
+    snprintf(sql, sizeof sql, "NOTIFY %s", channel);
+    fl_pg_conn_t *k = fl_pg_get(p);
+    if (!k) return FL_ERR_INTERNAL;
+    fl_err_t err = command(k, sql, "notify", NULL);
+    if (err == FL_ERR_INTERNAL && reconnect(k)) err = command(k, sql, "notify", NULL);
+    fl_pg_put(p, k);
+    return err;
+}
+
+struct fl_pg_listener {
+    fl_pg_t *p;
+    char sql[64];                      /* LISTEN channel */
+    void (*fn)(void *ud);
+    void *ud;
+    int wake[2];                       /* fl_pg_unlisten writes a byte */
+    pthread_t th;
+};
+
+/* A new listening connection, or NULL (quiet: the caller retries). */
+static PGconn *listen_connect(fl_pg_listener_t *l)
+{
+    PGconn *pc = connect_one(l->p, true);
+    if (!pc) return NULL;
+    PGresult *r = PQexec(pc, l->sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) { PQfinish(pc); return NULL; }
+    return pc;
+}
+
+/* Waits up to ms for the socket fd (or -1) to be readable or the wake pipe;
+ * false when woken to stop. */
+static bool listen_wait(fl_pg_listener_t *l, int fd, int ms)
+{
+    struct pollfd f[2] = { { .fd = l->wake[0], .events = POLLIN }, { .fd = fd, .events = POLLIN } };
+    int n = poll(f, fd >= 0 ? 2 : 1, ms);
+    return !(n > 0 && (f[0].revents & POLLIN));
+}
+
+static void *listen_main(void *arg)
+{
+    fl_pg_listener_t *l = arg;
+    PGconn *pc = NULL;
+    int backoff = 100;
+    bool up = true;
+    for (;;) {
+        if (!pc) {
+            pc = listen_connect(l);
+            if (!pc) {
+                if (up) fl_warn("%s: change notifications lost (cannot LISTEN); retrying", l->p->label);
+                up = false;
+                if (!listen_wait(l, -1, backoff)) break;
+                backoff = backoff * 2 > FL_PG_LISTEN_BACKOFF_MS ? FL_PG_LISTEN_BACKOFF_MS : backoff * 2;
+                continue;
+            }
+            if (!up) fl_info("%s: change notifications back", l->p->label);
+            up = true;
+            backoff = 100;
+            l->fn(l->ud);               /* what was sent while down is lost: "changed" */
+        }
+        if (!listen_wait(l, PQsocket(pc), 1000)) break;
+        if (!PQconsumeInput(pc) || PQstatus(pc) != CONNECTION_OK) {
+            PQfinish(pc);
+            pc = NULL;
+            continue;
+        }
+        bool any = false;
+        for (PGnotify *n; (n = PQnotifies(pc)) != NULL; PQfreemem(n)) any = true;
+        if (any) l->fn(l->ud);
+    }
+    PQfinish(pc);
+    return NULL;
+}
+
+fl_pg_listener_t *fl_pg_listen(fl_pg_t *p, const char *channel, void (*fn)(void *ud), void *ud)
+{
+    if (!channel_ok(channel)) return NULL;
+    fl_pg_listener_t *l = fl_calloc(1, sizeof *l);
+    l->p = p;
+    l->fn = fn;
+    l->ud = ud;
+    snprintf(l->sql, sizeof l->sql, "LISTEN %s", channel);
+    if (pipe2(l->wake, O_CLOEXEC) != 0) {
+        fl_error("%s: listener: pipe: %s", p->label, strerror(errno));
+        free(l);
+        return NULL;
+    }
+    if (pthread_create(&l->th, NULL, listen_main, l) != 0) {
+        fl_error("%s: listener: cannot start its thread", p->label);
+        close(l->wake[0]);
+        close(l->wake[1]);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void fl_pg_unlisten(fl_pg_listener_t *l)
+{
+    if (!l) return;
+    ssize_t w;
+    do w = write(l->wake[1], "x", 1); while (w < 0 && errno == EINTR);
+    pthread_join(l->th, NULL);
+    close(l->wake[0]);
+    close(l->wake[1]);
+    free(l);
 }

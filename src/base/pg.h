@@ -52,6 +52,7 @@
 #define FL_PG_IDLE_TX_TIMEOUT_MS 60000
 #define FL_PG_RESOLVE_MS 15000        /* how long a lost COMMIT's outcome is sought */
 #define FL_PG_MAX_ARGS 20
+#define FL_PG_LISTEN_BACKOFF_MS 5000  /* a lost listener connection is retried at most this far apart */
 
 typedef struct fl_pg_cfg {
     const char *label;                 /* "catalog": prefix of log lines, schema version key */
@@ -129,6 +130,24 @@ const char *fl_pg_col(const fl_pg_conn_t *k, int r, int c);
 void fl_pg_col_copy(const fl_pg_conn_t *k, int r, int c, char *out, size_t n);
 char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c);
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c);
+
+/* Change notifications between processes on one database (LISTEN/NOTIFY).
+ * channel: a lower-case identifier ([a-z_], at most 48 bytes), the caller's
+ * constant. fl_pg_notify sends one notification (outside any transaction: a
+ * caller notifies after its write committed); FL_ERR_INVALID for a bad
+ * channel, else as fl_pg_exec. Any thread. */
+fl_err_t fl_pg_notify(fl_pg_t *p, const char *channel);
+/* Calls fn(ud) on a thread of its own whenever a notification on channel
+ * arrives (several at once may give one call), and also whenever its own
+ * connection was (re)made: notifications sent while it was down are lost, so
+ * a listener must treat that as "changed". The listener keeps a connection of
+ * its own beside the pool and reconnects with backoff up to
+ * FL_PG_LISTEN_BACKOFF_MS. NULL for a bad channel or when no thread could be
+ * started (logged). fl_pg_unlisten stops and frees it (joins the thread; fn
+ * is not called after it returns); p must outlive it. */
+typedef struct fl_pg_listener fl_pg_listener_t;
+fl_pg_listener_t *fl_pg_listen(fl_pg_t *p, const char *channel, void (*fn)(void *ud), void *ud);
+void fl_pg_unlisten(fl_pg_listener_t *l);
 
 /* What this handle has cost the database since fl_pg_open (for /metrics and
  * bench/nodes.py). Any thread; the counters are relaxed atomics. */

@@ -64,6 +64,7 @@ struct fl_iam {
     pthread_rwlock_t mu;      /* the slots: read-mostly */
     atomic_uint_fast64_t gen;
     atomic_int writers;       /* writes in flight on this node: nothing loaded meanwhile is kept */
+    fl_catalog_watch_t *watch; /* other nodes' IAM writes (PostgreSQL): each one empties the cache */
     atomic_uint_fast64_t hits, misses; /* cache_get's answers, for /metrics */
     cslot_t slots[FL_IAM_CACHE_SLOTS];
     pthread_mutex_t vmu;      /* vended[] */
@@ -173,6 +174,17 @@ void fl_iam_write_end(fl_iam_t *iam)
     if (!iam) return;
     atomic_fetch_add(&iam->gen, 1);
     atomic_fetch_sub(&iam->writers, 1);
+    /* the other nodes sharing the catalog drop their caches now, not at their TTL */
+    fl_err_t e = fl_catalog_signal(iam->cat, "iam");
+    if (e) fl_warn("iam: other nodes were not told of an IAM change (%s): they see it within %d ms",
+                   fl_err_str(e), FL_IAM_CACHE_TTL_MS);
+}
+
+/* fl_catalog_watch's callback (the store's thread): another node changed IAM. */
+static void changed_elsewhere(void *ud)
+{
+    fl_iam_t *iam = ud;
+    atomic_fetch_add(&iam->gen, 1);
 }
 
 /* /metrics: the cache's hits and misses (a miss reads the catalog store). */
@@ -254,6 +266,9 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *
         free(iam);
         return NULL;
     }
+    if (fl_catalog_watch(cat, "iam", changed_elsewhere, iam, &iam->watch))
+        fl_warn("iam: cannot watch other nodes' IAM changes: they reach this node within %d ms",
+                FL_IAM_CACHE_TTL_MS);
     fl_metrics_add_source(render_metrics, iam);
     return iam;
 }
@@ -261,6 +276,7 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *
 void fl_iam_close(fl_iam_t *iam)
 {
     if (!iam) return;
+    fl_catalog_unwatch(iam->cat, iam->watch);
     fl_metrics_remove_source(render_metrics, iam);
     for (size_t i = 0; i < FL_IAM_CACHE_SLOTS; i++) {
         cval_put(iam->slots[i].v);

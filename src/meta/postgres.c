@@ -274,6 +274,38 @@ static void pg_close(fl_catalog_t *c)
     free(c);
 }
 
+/* ---- change signals: NOTIFY/LISTEN on channel floe_<topic> ---- */
+
+static bool topic_channel(const char *topic, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "floe_%s", topic ? topic : "");
+    return topic && *topic && n > 0 && (size_t)n < cap;
+}
+
+static fl_err_t pg_signal(fl_catalog_t *c, const char *topic)
+{
+    char ch[64];
+    return topic_channel(topic, ch, sizeof ch) ? fl_pg_notify(c->pg, ch) : FL_ERR_INVALID;
+}
+
+static fl_err_t pg_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud,
+                         fl_catalog_watch_t **out)
+{
+    char ch[64];
+    *out = NULL;
+    if (!topic_channel(topic, ch, sizeof ch)) return FL_ERR_INVALID;
+    fl_pg_listener_t *l = fl_pg_listen(c->pg, ch, fn, ud);
+    if (!l) return FL_ERR_INTERNAL;
+    *out = (fl_catalog_watch_t *)l;
+    return FL_OK;
+}
+
+static fl_err_t pg_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w)
+{
+    fl_pg_unlisten((fl_pg_listener_t *)w);
+    return FL_OK;
+}
+
 static fl_err_t pg_ping(fl_catalog_t *c)
 {
     return fl_pg_ping(c->pg) ? FL_OK : FL_ERR_INTERNAL;
