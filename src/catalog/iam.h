@@ -29,8 +29,10 @@ typedef struct fl_iam fl_iam_t;
 fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *root, const char *account);
 void fl_iam_close(fl_iam_t *iam);
 
-/* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active,
- * unexpired user or session key. Any thread. */
+/* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active
+ * user or session key, expired or not: the front doors that verify with it
+ * must call fl_iam_identify after, which refuses an expired session (with a
+ * message saying "expired", for ExpiredToken). Any thread. */
 bool fl_iam_lookup(void *ud, const char *akid, char *secret_out);
 
 /* The caller behind a verified access key. */
