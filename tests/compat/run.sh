@@ -20,6 +20,8 @@
 #               iam-role: the same actions granted to role kafka-sink-role only; user kafka-sink may do
 #               nothing but sts:AssumeRole on it (trust policy naming the user); the connector signs with
 #               the session's temporary credentials (rest.session-token, s3.session-token)
+#               cluster: floe is 3 nodes on a test PostgreSQL and a shared S3 store behind HAProxy
+#               (tests/compat/cluster.py), each request to the next node in turn
 #      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
 #      FLOE_BIN (build/floe)
 # Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
@@ -35,7 +37,7 @@ CHECKSUM="${CHECKSUM:-default}"
 COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
 TASKS_MAX="${TASKS_MAX:-2}"
 WAIT_SECS="${WAIT_SECS:-600}"
-SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss | iam | iam-role
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss | iam | iam-role | cluster
 OSS_DOMAIN=oss.floe.test
 if [ "$SCENARIO" = auto-evolve ]; then export COMPAT_EVOLVE_FROM=$(( N / 2 )); fi
 FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
@@ -78,7 +80,7 @@ stop_pid() { # pid secs: SIGTERM, wait up to secs, then SIGKILL
 cleanup() {
   local rc=$?
   # producer and Connect first, then the broker, then floe
-  stop_pid "$PROD_PID" 5; stop_pid "$CONNECT_PID" 20; stop_pid "$KAFKA_PID" 20; stop_pid "$FLOE_PID" 10
+  stop_pid "$PROD_PID" 5; stop_pid "$CONNECT_PID" 20; stop_pid "$KAFKA_PID" 20; stop_pid "$FLOE_PID" "$FLOE_STOP_SECS"
   for p in "${PIDS[@]}"; do stop_pid "$p" 2; done
   log "stopped; logs in $RUN (rc=$rc)"
   [ "${KEEP:-1}" = 1 ] || rm -rf "$RUN"
@@ -103,7 +105,17 @@ wait_for() { # secs description command...
 # ---- floe ---------------------------------------------------------------------
 FLOE_ARGS=()
 [ "$SCENARIO" != oss ] || FLOE_ARGS=(--location-scheme oss --s3-domain $OSS_DOMAIN)
+FLOE_STOP_SECS=10
+[ "$SCENARIO" != cluster ] || FLOE_STOP_SECS=60   # three nodes, HAProxy, the store and PostgreSQL
 start_floe() {
+  if [ "$SCENARIO" = cluster ]; then
+    : >>"$RUN/floe.log"
+    FLOE_BIN="$FLOE_BIN" "$REPO/.venv/bin/python" "$HERE/cluster.py" "$RUN" $S3P $CATP >>"$RUN/cluster.log" 2>&1 &
+    FLOE_PID=$!; PIDS+=($FLOE_PID)
+    wait_for 90 "floe cluster /health" curl -sf "$S3/health"
+    log "floe cluster up (haproxy: s3 $S3, catalog $CAT; pid $FLOE_PID; nodes' logs go to floe.log at the end)"
+    return
+  fi
   "$FLOE_BIN" serve --data-dir "$RUN/floe-data" --s3-listen 127.0.0.1:$S3P \
       --catalog-listen 127.0.0.1:$CATP --region $REGION "${FLOE_ARGS[@]}" >>"$RUN/floe.log" 2>&1 &
   FLOE_PID=$!; PIDS+=($FLOE_PID)
