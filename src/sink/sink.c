@@ -23,6 +23,7 @@
 #include "sink/registry.h"
 
 #define KAFKA_TIMEOUT_MS 30000
+#define FL_SINK_TX_ENDPOINT "POST /v1/{prefix}/transactions/commit"
 
 typedef struct tp {
     char *topic;
@@ -66,6 +67,10 @@ typedef struct sink {
     int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
+    int64_t fault_tx_refused;     /* test fault point (FLOE_SINK_FAULT=tx-refused:N): the Nth transaction
+                                   * carries a requirement that cannot hold; the process exits after it */
+    bool tx;                      /* commit a batch's tables in one transaction (the catalog offers it) */
+    int64_t txs;                  /* transactions sent */
     int64_t retry_ms;             /* back-off while the catalog is unreachable; 0 when it answers */
 } sink_t;
 
@@ -447,9 +452,123 @@ static void dlq_flush(sink_t *s)
     }
 }
 
-/* Commits the open batch: one snapshot per table with rows, then the Kafka
- * group offsets. A failed table commit rewinds the batch (the tables that
- * committed keep it; their offsets stop it from landing twice). */
+/* After a table's snapshot landed: what the process knows of it, a log line. */
+static void table_committed(sink_t *s, tbl_t *t, int64_t rows, int64_t sid, int64_t t0, const char *how)
+{
+    json_decref(t->offsets);
+    t->offsets = t->pending;
+    t->pending = NULL;
+    t->rows = 0;
+    s->commits++;
+    fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms%s)", rows, t->name, sid,
+            fl_mono_ms() - t0, how);
+}
+
+/* The catalog does not have POST {p}/transactions/commit: 404 for the route (not for a table
+ * of the transaction), 405, 406 or 501. */
+static bool tx_unsupported(const fl_rest_error_t *re)
+{
+    if (re->status == 404)
+        return strcmp(re->type, "NoSuchTableException") && strcmp(re->type, "NoSuchNamespaceException");
+    return re->status == 405 || re->status == 406 || re->status == 501;
+}
+
+/* Settles every prepared table of a transaction with outcome o; the first failure into err. */
+static fl_err_t settle_all(tbl_t **ts, size_t n, fl_append_outcome_t o, char *err, size_t errlen)
+{
+    fl_err_t first = FL_OK;
+    for (size_t i = 0; i < n; i++) {
+        char e2[512] = "";
+        fl_err_t e = fl_append_settle(ts[i]->ap, o, e2, sizeof e2);
+        if (e && !first) first = fl_err_fmt(err, errlen, e, "%s: %s", ts[i]->name, e2);
+    }
+    return first;
+}
+
+/* Commits the batch's n (>= 2) tables in one transaction: every table's snapshot lands, or
+ * none. A 409 re-bases every table (its summary is checked and merged again) and retries.
+ * Returns 0 when it landed, 1 when the catalog has no transactions (every table is left
+ * ready for its own commit), -1 when the batch was rewound. */
+static int commit_tx(sink_t *s, tbl_t **ts, size_t n, char *err, size_t errlen)
+{
+    int64_t t0 = fl_mono_ms();
+    int64_t *sids = fl_calloc(n, sizeof *sids), *rows = fl_calloc(n, sizeof *rows);
+    int rc = -1;
+    for (size_t i = 0; i < n; i++) rows[i] = ts[i]->rows;
+    for (int attempt = 1;; attempt++) {
+        json_t *changes = json_array();
+        fl_err_t e = FL_OK;
+        for (size_t i = 0; i < n && !e; i++) {
+            tbl_t *t = ts[i];
+            commit_arg_t ca = { s, t };
+            json_t *reqs, *upd;
+            if ((e = fl_append_prepare(t->ap, summary_cb, &ca, &reqs, &upd, &sids[i], err, errlen))) break;
+            if (s->fault_tx_refused > 0 && s->txs + 1 == s->fault_tx_refused && i == n - 1)
+                json_array_append_new(reqs, json_pack("{s:s,s:s,s:I}", "type", "assert-ref-snapshot-id", "ref",
+                                                      "main", "snapshot-id", (json_int_t)1));
+            json_t *nsa = json_array();
+            for (size_t k = 0; k < t->ident.nns; k++) json_array_append_new(nsa, json_string(t->ident.ns[k]));
+            json_array_append_new(changes, json_pack("{s:{s:o,s:s},s:o,s:o}", "identifier", "namespace", nsa, "name",
+                                                     t->ident.name, "requirements", reqs, "updates", upd));
+        }
+        if (e) {
+            json_decref(changes);
+            fl_error("sink: preparing the transaction failed: %s", err);
+            goto rewind;
+        }
+        bool unknown = false;
+        fl_rest_error_t re;
+        memset(&re, 0, sizeof re);
+        s->txs++;
+        e = fl_rest_commit_transaction(s->rest, changes, &unknown, &re);
+        json_decref(changes);
+        if (!e) {
+            settle_all(ts, n, FL_APPEND_LANDED, err, errlen);
+            for (size_t i = 0; i < n; i++) table_committed(s, ts[i], rows[i], sids[i], t0, ", one transaction");
+            rc = 0;
+            goto out;
+        }
+        if (tx_unsupported(&re)) {
+            fl_info("sink: the catalog has no multi-table transactions (HTTP %d: %s): committing table by table",
+                    re.status, re.message);
+            s->tx = false;
+            settle_all(ts, n, FL_APPEND_SINGLE, err, errlen);
+            rc = 1;
+            goto out;
+        }
+        if (s->fault_tx_refused > 0 && s->txs == s->fault_tx_refused) {
+            fl_warn("sink: FLOE_SINK_FAULT: the transaction was refused (HTTP %d: %s); exiting", re.status,
+                    re.message);
+            _exit(137);
+        }
+        if (e == FL_ERR_CONFLICT && attempt < FL_SINK_TX_ATTEMPTS) {
+            if (settle_all(ts, n, FL_APPEND_CONFLICT, err, errlen)) goto rewind;
+            usleep((useconds_t)(attempt * 20000));
+            continue;
+        }
+        if (unknown && !settle_all(ts, n, FL_APPEND_UNKNOWN, err, errlen)) {
+            for (size_t i = 0; i < n; i++) table_committed(s, ts[i], rows[i], sids[i], t0, ", one transaction");
+            rc = 0;
+            goto out;
+        }
+        if (!unknown) settle_all(ts, n, FL_APPEND_DROP, err, errlen);
+        snprintf(err, errlen, "the transaction over %zu tables failed%s (HTTP %d): %s", n,
+                 unknown ? " and did not land" : "", re.status, re.message);
+        fl_error("sink: %s", err);
+        goto rewind;
+    }
+rewind:
+    rewind_all(s, err);
+out:
+    free(sids);
+    free(rows);
+    return rc;
+}
+
+/* Commits the open batch: one snapshot per table with rows (all in one
+ * transaction where the catalog offers it), then the Kafka group offsets.
+ * A failed table commit rewinds the batch (the tables that committed keep it;
+ * their offsets stop it from landing twice). */
 static void commit_all(sink_t *s)
 {
     if (s->fatal) return;
@@ -461,13 +580,37 @@ static void commit_all(sink_t *s)
     dlq_flush(s);
     if (s->fatal) return;
     char err[1024] = "";
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_tables; i++) {
+        tbl_t *t = s->tables[i];
+        if (!t->rows) continue;
+        fl_err_t e = flush_batch(t, err, sizeof err);
+        if (e) {
+            fl_error("sink: writing to %s failed: %s", t->name, err);
+            rewind_all(s, err);
+            return;
+        }
+        n++;
+    }
+    if (n >= 2 && s->tx) {
+        tbl_t **ts = fl_malloc(n * sizeof *ts);
+        size_t k = 0;
+        for (size_t i = 0; i < s->n_tables; i++)
+            if (s->tables[i]->rows) ts[k++] = s->tables[i];
+        int r = commit_tx(s, ts, n, err, sizeof err);
+        free(ts);
+        if (r < 0) return;
+        if (r == 0 && s->fault_after_commits > 0 && s->commits >= s->fault_after_commits) {
+            fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
+            _exit(137);
+        }
+    }
     for (size_t i = 0; i < s->n_tables; i++) {
         tbl_t *t = s->tables[i];
         if (!t->rows) continue;
         int64_t t0 = fl_mono_ms(), sid = -1, rows = t->rows;
         commit_arg_t ca = { s, t };
-        fl_err_t e = flush_batch(t, err, sizeof err);
-        if (!e) e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
+        fl_err_t e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
         if (e) {
             fl_error("sink: commit to %s failed: %s", t->name, err);
             rewind_all(s, err);
@@ -477,13 +620,7 @@ static void commit_all(sink_t *s)
             fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
             _exit(137);
         }
-        json_decref(t->offsets);
-        t->offsets = t->pending;
-        t->pending = NULL;
-        t->rows = 0;
-        s->commits++;
-        fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms)", rows, t->name, sid,
-                fl_mono_ms() - t0);
+        table_committed(s, t, rows, sid, t0, "");
     }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)s->n_tps + 1);
     for (size_t i = 0; i < s->n_tps; i++) {
@@ -911,6 +1048,9 @@ static fl_err_t connect_catalog(sink_t *s, char *err, size_t errlen)
     json_decref(props);
     if (e) return fl_err_fmt(err, errlen, e, "connecting to the catalog %s: %s%s%s", c->catalog_uri,
                              re.status ? "HTTP error: " : "", re.message, "");
+    /* a catalog that lists its endpoints says whether it has transactions; one that does not
+     * list them is tried, and its answer decides (commit_tx) */
+    s->tx = fl_rest_client_endpoint(s->rest, FL_SINK_TX_ENDPOINT) != 0;
     fl_io_opts_default(&s->ioo);
     s->ioo.s3_endpoint = c->s3_endpoint;
     s->ioo.path_style = c->s3_path_style;
@@ -930,6 +1070,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
+    if (fault && !strncmp(fault, "tx-refused:", 11)) s.fault_tx_refused = atoll(fault + 11);
     fl_err_t e = FL_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;
