@@ -207,3 +207,54 @@ def test_avro_registry_refuses_wrong_credentials(tmp_path, floe, table_bucket, r
     assert rc == 1, sink.log()[-3000:]
     assert "HTTP 401" in sink.log() and "%s-0@0" % topic in sink.log(), sink.log()[-3000:]
     assert "wrong" not in sink.log()
+
+
+SCHEMA_NULL_ITEMS = {
+    "type": "record", "name": "Tagged", "namespace": "com.example",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "tags", "type": {"type": "array", "items": ["null", "string"]}},
+        {"name": "nums", "type": ["null", {"type": "array", "items": ["null", "long"]}], "default": None},
+    ]}
+
+
+def test_avro_null_items_and_unknown_id_flood(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """Arrays whose items are ["null", T] land with their nulls in place (the list element is
+    optional); a flood of records naming a schema id the registry does not have goes to the
+    dead-letter topic with one registry request for that id, not one per record (the id is
+    remembered for FL_SINK_UNKNOWN_SCHEMA_TTL_MS)."""
+    ns, topic, dlq = "avn_%s" % uuid.uuid4().hex[:6], "avn-" + uuid.uuid4().hex[:6], "avndlq-" + uuid.uuid4().hex[:6]
+    kafka.create_topic(topic, 1)
+    kafka.create_topic(dlq, 1)
+    reg = Registry({5: SCHEMA_NULL_ITEMS})
+    recs = [{"id": i, "tags": [None, "t%d" % i, None][: 1 + i % 3], "nums": None if i % 4 == 0 else [i, None]}
+            for i in range(20)]
+    good = [wire(5, SCHEMA_NULL_ITEMS, r) for r in recs]
+    bogus, flood = b"\x00\x00\x00\x00\x4d" + good[1][5:], 300           # schema id 77
+    vals = good[:10] + [bogus] * flood + good[10:]
+    kafka.produce(topic, vals, partition=0)
+    doc = connector(floe, table_bucket, "avn-" + topic, topics=topic, **{
+        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": reg.url,
+        "value.converter.basic.auth.credentials.source": "USER_INFO",
+        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
+    doc["config"].pop("value.converter.schemas.enable")
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        t = wait_rows(rest_catalog, ns + ".events", len(recs), sink)
+    finally:
+        rc = sink.stop()
+        reg.close()
+    assert rc == 0, sink.log()[-3000:]
+    got = {r["id"]: r for r in t.to_pylist()}
+    assert sorted(got) == list(range(20))
+    for r in recs:
+        assert got[r["id"]]["tags"] == r["tags"] and got[r["id"]]["nums"] == r["nums"], (got[r["id"]], r)
+    tags = rest_catalog.load_table(ns + ".events").schema().find_field("tags").field_type
+    assert str(tags) == "list<string>" and not tags.element_required
+    assert reg.fetches == {5: 1, 77: 1}, reg.fetches
+    msgs = kafka.consume_all(dlq, flood)
+    assert len(msgs) == flood
+    assert all(b"schema id 77" in dict(m.headers())["__connect.errors.exception.message"] for m in msgs)
