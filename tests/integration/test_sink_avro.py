@@ -2,9 +2,16 @@
 (magic 0, 4-byte schema id, Avro binary), encoded by fastavro (a real Avro library), the
 writer schemas served by a STAND-IN registry: a small HTTP server in this test with the
 Confluent REST shape (GET /schemas/ids/<id> -> {"schema": "..."}, 404 with error_code
-40403, basic auth). No Confluent-compatible registry can run here (Confluent's is not on
-Maven Central, Karapace is not on PyPI, Apicurio's Quarkus app needs its build step), so
-this server stands in for one; what floe sink does with its answers is what is tested.
+40403, basic auth). No Confluent-compatible registry can be installed from the package
+registries this project reaches (checked again for issue 11): Confluent's is not on Maven
+Central; `pip install karapace` finds no distribution on PyPI; Apicurio Registry publishes no
+runnable jar there (no `runner` classifier for any io.apicurio:apicurio-registry-app version),
+and building one with Quarkus's build step from the app artifact fails on modules that are not
+on Maven Central: 3.3.3 needs apicurio-registry-schema-util-provider and
+apicurio-registry-contracts-rules 3.3.3, 3.0.9's parent POM io.apicurio:apicurio-registry:3.0.9
+and apicurio-registry-utils-kafka 3.0.9 are missing, 2.6.13.Final needs
+apicurio-registry-schema-util-provider 2.6.13.Final. So this server stands in for one; what
+floe sink does with its answers is what is tested.
 
 Shown: auto-create infers the table from the Avro schema (nested records, arrays, maps,
 nullable unions, logical types date / time-millis / timestamp-millis / timestamp-micros /
