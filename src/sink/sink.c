@@ -372,6 +372,42 @@ static void tp_remove(sink_t *s, const char *topic, int32_t partition)
         }
 }
 
+/* Seeks every partition of l to its offset. A partition left where it was would skip the
+ * dropped batch (a gap), so the seek is tried FL_SINK_SEEK_ATTEMPTS times (librdkafka can time
+ * one out at once, e.g. right after an earlier seek of it) and then stops the sink, whose
+ * restart resumes from the tables' offsets. Per-partition errors count as much as the call's. */
+static void seek_all(sink_t *s, rd_kafka_topic_partition_list_t *l)
+{
+    rd_kafka_topic_partition_list_t *cur = l, *left = NULL;   /* left: owned, what is still to seek */
+    for (int attempt = 1;; attempt++) {
+        char why[512] = "";
+        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, cur, KAFKA_TIMEOUT_MS);
+        bool all_failed = ke != NULL;   /* the call failed: none is known to have moved */
+        if (ke) {
+            snprintf(why, sizeof why, "%s", rd_kafka_error_string(ke));
+            rd_kafka_error_destroy(ke);
+        }
+        rd_kafka_topic_partition_list_t *next = rd_kafka_topic_partition_list_new(cur->cnt);
+        for (int i = 0; i < cur->cnt; i++) {
+            rd_kafka_topic_partition_t *p = &cur->elems[i];
+            if (!all_failed && !p->err) continue;
+            rd_kafka_topic_partition_list_add(next, p->topic, p->partition)->offset = p->offset;
+            if (p->err && !why[0])
+                snprintf(why, sizeof why, "%s-%d: %s", p->topic, (int)p->partition, rd_kafka_err2str(p->err));
+        }
+        if (left) rd_kafka_topic_partition_list_destroy(left);
+        cur = left = next;
+        if (!left->cnt) break;
+        if (attempt >= FL_SINK_SEEK_ATTEMPTS) {
+            set_fatal(s, "seek failed %d times: %s", attempt, why);
+            break;
+        }
+        fl_warn("sink: seeking %d partition(s) failed (%s); trying again", left->cnt, why);
+        usleep((useconds_t)attempt * 200000);
+    }
+    rd_kafka_topic_partition_list_destroy(left);
+}
+
 /* Forget the open batch: the appenders' files are deleted, the tables
  * reopened (with their offsets reloaded) on next use, and every partition
  * read again from the first offset of the batch. */
@@ -387,11 +423,7 @@ static void rewind_all(sink_t *s, const char *why)
     }
     if (l->cnt) {
         fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, why);
-        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
-        if (ke) {
-            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
-            rd_kafka_error_destroy(ke);
-        }
+        seek_all(s, l);
     }
     rd_kafka_topic_partition_list_destroy(l);
 }
