@@ -128,6 +128,20 @@ def event(i):
     }
 
 
+def avro_connector(floe, arn, name, topic, ns, reg, dlq, **extra):
+    """AvroConverter with the stand-in registry and basic auth into an auto-created ns.events;
+    bad records to dlq."""
+    doc = connector(floe, arn, name, topics=topic, **{
+        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": reg.url,
+        "value.converter.basic.auth.credentials.source": "USER_INFO",
+        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq, **extra})
+    doc["config"].pop("value.converter.schemas.enable")
+    return doc
+
+
 def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
     ns, topic, dlq = "avro_%s" % uuid.uuid4().hex[:6], "av-" + uuid.uuid4().hex[:6], "avdlq-" + uuid.uuid4().hex[:6]
     kafka.create_topic(topic, 2)
@@ -139,15 +153,8 @@ def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_
     vals.insert(9, b"\x00\x00\x00\x00\x63" + vals[0][5:])           # schema id 99: not in the registry
     vals += [wire(2, SCHEMA_V2, dict(event(1000 + i), extra="x%d" % i)) for i in range(n2)]
     kafka.produce(topic, vals, partition=0)
-    doc = connector(floe, table_bucket, "avro-" + topic, topics=topic, **{
-        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
-        "iceberg.tables.evolve-schema-enabled": "true",
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": reg.url,
-        "value.converter.basic.auth.credentials.source": "USER_INFO",
-        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
-        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
-    doc["config"].pop("value.converter.schemas.enable")
+    doc = avro_connector(floe, table_bucket, "avro-" + topic, topic, ns, reg, dlq,
+                         **{"iceberg.tables.evolve-schema-enabled": "true"})
     sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
     try:
         t = wait_rows(rest_catalog, ns + ".events", n1 + n2, sink)
@@ -240,14 +247,7 @@ def test_avro_null_items_and_unknown_id_flood(tmp_path, floe, table_bucket, rest
     bogus, flood = b"\x00\x00\x00\x00\x4d" + good[1][5:], 300           # schema id 77
     vals = good[:10] + [bogus] * flood + good[10:]
     kafka.produce(topic, vals, partition=0)
-    doc = connector(floe, table_bucket, "avn-" + topic, topics=topic, **{
-        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": reg.url,
-        "value.converter.basic.auth.credentials.source": "USER_INFO",
-        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
-        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
-    doc["config"].pop("value.converter.schemas.enable")
+    doc = avro_connector(floe, table_bucket, "avn-" + topic, topic, ns, reg, dlq)
     sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
     try:
         t = wait_rows(rest_catalog, ns + ".events", len(recs), sink)

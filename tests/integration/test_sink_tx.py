@@ -36,6 +36,16 @@ def produce_routed(kafka, topic, first, n):
                           for i in range(first, first + n)], partition=0)
 
 
+def routed_setup(cat, kafka, prefix):
+    """The 3 tables made, a topic of one partition holding the first n records: (ns, topic, n)."""
+    ns, topic, n = "%s_%s" % (prefix, uuid.uuid4().hex[:6]), "%s-%s" % (prefix, uuid.uuid4().hex[:6]), 300
+    for t in TABLES:
+        make_events_table(cat, ns, t)
+    kafka.create_topic(topic, 1)
+    produce_routed(kafka, topic, 0, n)
+    return ns, topic, n
+
+
 def check_exactly(cat, ns, topic, group, n):
     for k, t in enumerate(TABLES):
         got = rows(cat, "%s.%s" % (ns, t))
@@ -46,12 +56,7 @@ def check_exactly(cat, ns, topic, group, n):
 
 def test_refused_transaction_changes_no_table_and_retry_lands_all_once(tmp_path, floe, table_bucket,  # noqa: F811
                                                                        rest_catalog, kafka):  # noqa: F811
-    ns, topic = "tx_%s" % uuid.uuid4().hex[:6], "tx-" + uuid.uuid4().hex[:6]
-    for t in TABLES:
-        make_events_table(rest_catalog, ns, t)
-    kafka.create_topic(topic, 1)
-    n = 300
-    produce_routed(kafka, topic, 0, n)
+    ns, topic, n = routed_setup(rest_catalog, kafka, "tx")
     cfg = routed_config(tmp_path, floe, table_bucket, ns, topic)
     sink = Sink(cfg, env={"FLOE_SINK_FAULT": "tx-refused:1"}, args=["--bootstrap-servers", kafka.bootstrap]).start()
     assert sink.wait(60) == 137, sink.log()[-3000:]
@@ -134,12 +139,7 @@ class NoTxProxy:
 
 def test_catalog_without_transactions_commits_table_by_table(tmp_path, floe, table_bucket,  # noqa: F811
                                                              rest_catalog, kafka):  # noqa: F811
-    ns, topic = "notx_%s" % uuid.uuid4().hex[:6], "notx-" + uuid.uuid4().hex[:6]
-    for t in TABLES:
-        make_events_table(rest_catalog, ns, t)
-    kafka.create_topic(topic, 1)
-    n = 300
-    produce_routed(kafka, topic, 0, n)
+    ns, topic, n = routed_setup(rest_catalog, kafka, "notx")
     proxy = NoTxProxy(floe.catalog_port)
     cfg = routed_config(tmp_path, floe, table_bucket, ns, topic, **{"iceberg.catalog.uri": proxy.url + "/iceberg"})
     sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
