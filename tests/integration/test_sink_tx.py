@@ -7,13 +7,16 @@ that it has not (404 for the route, 405, 406, 501).
   hold, and the process exits once the catalog has refused it): none of the 3 tables changed;
   the restarted sink lands every record in all 3, exactly once, each commit one transaction.
 - The same routing through a proxy that answers 501 to transactions/commit: one attempt,
-  then per-table commits, every record exactly once."""
+  then per-table commits, every record exactly once; and through one whose /v1/config
+  endpoints leave transactions/commit out: never asked."""
 import http.client
 import json
 import threading
 import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
 
 from kafka_fixtures import Sink, kafka  # noqa: F401
 from rest_fixtures import catalog_url, rest_catalog, s3tables, table_bucket  # noqa: F401
@@ -86,9 +89,10 @@ def test_refused_transaction_changes_no_table_and_retry_lands_all_once(tmp_path,
 class NoTxProxy:
     """Forwards the catalog's requests unchanged (the SigV4 signature covers the Host header,
     passed through as it came) and answers 501 to POST .../transactions/commit, as a catalog
-    without multi-table transactions does."""
+    without multi-table transactions does; with unlist, /v1/config's endpoints also leave it
+    out, as such a catalog says."""
 
-    def __init__(self, port):
+    def __init__(self, port, unlist=False):
         self.tx_posts = 0
         proxy = self
 
@@ -117,6 +121,10 @@ class NoTxProxy:
                 c.endheaders(body)
                 r = c.getresponse()
                 data = r.read()
+                if unlist and self.path.split("?")[0].endswith("/v1/config") and r.status == 200:
+                    doc = json.loads(data)
+                    doc["endpoints"] = [e for e in doc["endpoints"] if not e.endswith("/transactions/commit")]
+                    data = json.dumps(doc).encode()
                 self.send_response(r.status)
                 for k, v in r.getheaders():
                     if k.lower() not in ("content-length", "transfer-encoding", "connection"):
@@ -137,10 +145,11 @@ class NoTxProxy:
         self.httpd.server_close()
 
 
+@pytest.mark.parametrize("unlisted", [False, True], ids=["answers-501", "not-in-endpoints"])
 def test_catalog_without_transactions_commits_table_by_table(tmp_path, floe, table_bucket,  # noqa: F811
-                                                             rest_catalog, kafka):  # noqa: F811
+                                                             rest_catalog, kafka, unlisted):  # noqa: F811
     ns, topic, n = routed_setup(rest_catalog, kafka, "notx")
-    proxy = NoTxProxy(floe.catalog_port)
+    proxy = NoTxProxy(floe.catalog_port, unlist=unlisted)
     cfg = routed_config(tmp_path, floe, table_bucket, ns, topic, **{"iceberg.catalog.uri": proxy.url + "/iceberg"})
     sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
     try:
@@ -155,5 +164,9 @@ def test_catalog_without_transactions_commits_table_by_table(tmp_path, floe, tab
         proxy.close()
     assert rc == 0, sink.log()[-3000:]
     check_exactly(rest_catalog, ns, topic, "connect-tx-" + topic, 2 * n)
-    assert proxy.tx_posts == 1, proxy.tx_posts          # asked once, then table by table
-    assert "no multi-table transactions (HTTP 501" in sink.log(), sink.log()[-3000:]
+    if unlisted:   # not asked at all
+        assert proxy.tx_posts == 0, proxy.tx_posts
+    else:          # asked once, then table by table
+        assert proxy.tx_posts == 1, proxy.tx_posts
+        assert "no multi-table transactions (HTTP 501" in sink.log(), sink.log()[-3000:]
+    assert "one transaction" not in sink.log()
