@@ -63,7 +63,7 @@ soak: deps build
 # mid-commit, and 40 rounds of three members killed and added (make test runs 6, 4 and 5)
 soak-sink: deps build
 	FLOE_BIN=$(abspath $(BUILD))/floe FLOE_SINK_KILLS=50 FLOE_SINK_KILL_ROUNDS=50 FLOE_SINK_CHURN_ROUNDS=40 \
-	  .venv/bin/python -m pytest -q -p no:cacheprovider \
+	  .venv/bin/python -m pytest -q -p no:cacheprovider --timeout=1800 \
 	  tests/integration/test_sink.py::test_sigkill_while_producing_exactly_n \
 	  tests/integration/test_sink_serve_kill.py tests/integration/test_sink_churn.py
 

@@ -25,6 +25,13 @@
 #define KAFKA_TIMEOUT_MS 30000
 #define FL_SINK_TX_ENDPOINT "POST /v1/{prefix}/transactions/commit"
 
+/* librdkafka before 2.3.0 asserts in rd_kafka_destroy of a cooperative-sticky consumer that
+ * joined its group but never had an assignment (its NULL assignor state; librdkafka issue 4312,
+ * fixed in 2.3.0; Debian 12 ships 2.0.2): a member stopped during a rebalance aborted on its way
+ * out. Such a consumer is closed and then left to the process exit, kept reachable here so that
+ * leak checkers do not count it. */
+static rd_kafka_t *unassigned_consumer;
+
 typedef struct tp {
     char *topic;
     int32_t partition;
@@ -70,6 +77,7 @@ typedef struct sink {
     int64_t fault_tx_refused;     /* test fault point (FLOE_SINK_FAULT=tx-refused:N): the Nth transaction
                                    * carries a requirement that cannot hold; the process exits after it */
     bool tx;                      /* commit a batch's tables in one transaction (the catalog offers it) */
+    bool ever_assigned;           /* the group gave this member an assignment (even an empty one) */
     int64_t txs;                  /* transactions sent */
     int64_t retry_ms;             /* back-off while the catalog is unreachable; 0 when it answers */
 } sink_t;
@@ -990,6 +998,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     sink_t *s = opaque;
     bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        s->ever_assigned = true;
         commit_all(s);            /* the batch holds only partitions this member owned before */
         drop_tables(s);           /* their offsets are reloaded with the new partitions */
         start_positions(s, parts);
@@ -1183,7 +1192,13 @@ out:
     free(s.tables);
     for (size_t i = 0; i < s.n_tps; i++) free(s.tps[i].topic);
     free(s.tps);
-    if (s.rk) rd_kafka_destroy(s.rk);
+    if (s.rk && !s.ever_assigned && rd_kafka_version() < 0x020300ff) {
+        fl_info("sink: leaving the Kafka consumer to the process exit (it never had an assignment; librdkafka %s "
+                "would abort in rd_kafka_destroy)", rd_kafka_version_str());
+        unassigned_consumer = s.rk;
+    } else if (s.rk) {
+        rd_kafka_destroy(s.rk);
+    }
     if (s.dlq) {
         rd_kafka_flush(s.dlq, KAFKA_TIMEOUT_MS);
         rd_kafka_destroy(s.dlq);

@@ -155,7 +155,7 @@ def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_ca
                 sink = Sink(cfg, env={"FLOE_SINK_FAULT": "after-table-commit:%d" % rnd.randint(1, 3)},
                             args=["--bootstrap-servers", kafka.bootstrap]).start()
                 try:
-                    assert sink.wait(30) == 137, sink.log()[-3000:]
+                    assert sink.wait(15) == 137, sink.log()[-3000:]
                 except subprocess.TimeoutExpired:   # nothing left to commit: an ordinary kill
                     sink.kill()
                 continue
