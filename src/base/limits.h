@@ -122,8 +122,12 @@
 #define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
 #define FL_SINK_MAX_SCHEMA_BYTES   (1024 * 1024)      /* one schema registry answer */
 #define FL_SINK_MAX_SCHEMAS        4096               /* schema ids cached (Avro input) */
+#define FL_SINK_MAX_UNKNOWN_SCHEMAS 256               /* schema ids the registry does not have, remembered */
+#define FL_SINK_UNKNOWN_SCHEMA_TTL_MS 60000           /* ... for this long before it is asked again */
 #define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 #define FL_SINK_RETRY_MAX_MS       5000               /* longest wait between attempts while the catalog is down */
+#define FL_SINK_TX_ATTEMPTS        16                 /* a multi-table transaction refused (409) and re-based, at most */
+#define FL_SINK_SEEK_ATTEMPTS      5                  /* a rewind's seek of a partition tried, at most, before the sink stops */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif
