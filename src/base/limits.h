@@ -38,6 +38,7 @@
 #define FL_S3_MAX_PARTS            10000
 #define FL_S3_MAX_KEY_BYTES        1024
 #define FL_S3_MAX_XML_BODY         (2 * 1024 * 1024) /* DeleteObjects, Complete */
+#define FL_S3_MAX_BUCKET_POLICY    20480             /* an S3 bucket policy document (AWS: 20 KB) */
 #define FL_S3_MAX_DELETE_KEYS      1000
 #define FL_S3_MAX_LIST_KEYS        1000
 #define FL_STORE_MAX_FWD_HEADERS   256               /* an object's headers forwarded to a remote store */

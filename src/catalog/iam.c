@@ -723,7 +723,8 @@ static void polset_free(polset_t *ps)
 }
 
 static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy_ctx_t *ctx,
-                          const char *resource_account, fl_authz_out_t *out, char *sid, size_t sidlen)
+                          const char *resource_account, bool deny_binds_root, fl_authz_out_t *out, char *sid,
+                          size_t sidlen)
 {
     ctx->principal_arn = who->principal_arn;
     ctx->principal_account = who->account;
@@ -741,7 +742,8 @@ static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy
     fl_authz_in_t in = { .ctx = ctx, .principal_is_root = root, .resource_account = resource_account,
                          .identity = ids, .nidentity = nids,
                          .session = ps->sess && ps->sess->n ? ps->sess->p[0] : NULL,
-                         .resource = ps->resp, .nresource = ps->nresp };
+                         .resource = ps->resp, .nresource = ps->nresp,
+                         .root_bound_by_resource_deny = deny_binds_root };
     fl_authz_decide(&in, out);
     /* out->sid is borrowed from a policy the caller releases: keep a copy */
     fl_strlcpy(sid, out->sid ? out->sid : "", sidlen);
@@ -758,7 +760,7 @@ void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *c
     fl_policy_t **extra = fl_calloc(n + 1, sizeof *extra);
     size_t ne = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, extra);
     for (size_t i = 0; i < ne && ps.nresp < 8; i++) ps.resp[ps.nresp++] = extra[i];
-    polset_decide(&ps, who, ctx, resource_account, out, sid, sizeof sid);
+    polset_decide(&ps, who, ctx, resource_account, false, out, sid, sizeof sid);
     polset_free(&ps);
     for (size_t i = 0; i < ne; i++) fl_policy_free(extra[i]);
     free(extra);
@@ -816,6 +818,7 @@ static bool check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
         owner = tg->bucket->owner;
         arns[0] = tg->bucket->arn;
     }
+    else if (tg->policy_arn) arns[0] = tg->policy_arn;
     if (tg->table) arns[1] = tg->table->arn;
     polset_t ps;
     polset_load(iam, who, arns, 2, &ps);
@@ -827,7 +830,7 @@ static bool check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
                                 .ns = tg->table ? tg->table->ns : tg->ns,
                                 .table_name = tg->table ? tg->table->name : tg->name };
         fl_authz_out_t o;
-        polset_decide(&ps, who, &ctx, owner ? owner : iam->account, &o, sid, sizeof sid);
+        polset_decide(&ps, who, &ctx, owner ? owner : iam->account, tg->deny_binds_root, &o, sid, sizeof sid);
         if (o.allowed) continue;
         ok = false;
         if (quiet) break;
@@ -871,7 +874,7 @@ bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_prin
     /* the trust policy must allow, whoever asks (the account root included) */
     const char *tsid = "";
     fl_policy_effect_t te = trust ? fl_policy_eval(trust, &ctx, &tsid) : FL_POLICY_NONE;
-    if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, &o, sid, sizeof sid);
+    if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, false, &o, sid, sizeof sid);
     else if (te == FL_POLICY_DENY) o.reason = "explicit deny", o.where = "resource";
     polset_free(&ps);
     fl_policy_free(trust);

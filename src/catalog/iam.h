@@ -83,6 +83,9 @@ typedef struct fl_iam_target {
     bool table_level;             /* a table's action: without a table the resource is "{bucket}/table/(any)" */
     const char *resource;         /* without a bucket: the ARN ("*" when NULL) */
     const char *owner;            /* without a bucket: the owning account (NULL: the root account) */
+    const char *policy_arn;       /* without a bucket: the ARN whose stored resource policy (kind "policy")
+                                   * takes part, an S3 bucket's "arn:aws:s3:::B"; NULL: none */
+    bool deny_binds_root;         /* a Deny in that policy refuses the owner's root too (S3 bucket policies) */
 } fl_iam_target_t;
 
 /* May who do every one of actions ("s3tables:GetTableData", ...) on tg? The

@@ -321,6 +321,17 @@ FL_TEST(policy_decide)
     in.nresource = 1;
     fl_authz_decide(&in, &o);
     CHECK(o.allowed);
+    /* S3 bucket policies: their Deny binds the owner's root too */
+    in.root_bound_by_resource_deny = true;
+    fl_authz_decide(&in, &o);
+    CHECK(!o.allowed);
+    CHECK_STR(o.reason, "explicit deny");
+    CHECK_STR(o.sid, "RD");
+    in.resource = (const fl_policy_t *[]){ res_other }; /* an Allow for someone else: the root still may */
+    fl_authz_decide(&in, &o);
+    CHECK(o.allowed);
+    CHECK_STR(o.reason, "account root");
+    in.root_bound_by_resource_deny = false;
     in.nresource = 0;
     /* a root under a session policy (vended credentials): that policy alone */
     in.session = allow_get;
