@@ -39,6 +39,7 @@ FLOE_TEST_CLUSTER=3 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -
   tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py \
   tests/integration/test_s3_objects.py tests/integration/test_s3_multipart.py \
   tests/integration/test_maint_server.py tests/integration/test_iam_users.py \
-  tests/integration/test_iam_enforce.py tests/integration/test_iam_revoke.py
+  tests/integration/test_iam_enforce.py tests/integration/test_iam_revoke.py \
+  tests/integration/test_iam_bucket_policy.py
 echo "== integration tests (real clients against the ASan+UBSan floe)"
 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"
