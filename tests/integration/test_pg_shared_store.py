@@ -155,9 +155,9 @@ def test_database_restart_under_load_on_three_nodes(cluster):
     assert setup.request("POST", setup.p("namespaces"), {"namespace": ["ns"]}).status_code == 200
     schema = {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": False, "type": "long"}]}
     assert setup.request("POST", setup.p("namespaces/ns/tables"), {"name": "t", "schema": schema}).status_code == 200
-    acked, answers, lock, stop = [], [], threading.Lock(), threading.Event()
+    acked, answers, lock = [], [], threading.Lock()
 
-    def writer(w):
+    def writer(w, stop):
         mine = [RestRaw(n, arn) for n in nodes]
         i = 0
         while not stop.is_set():
@@ -185,15 +185,7 @@ def test_database_restart_under_load_on_three_nodes(cluster):
                     k = (k + 1) % 3
                     time.sleep(0.05)
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
-    for t in threads:
-        t.start()
-    time.sleep(1.0)
-    pgserver.restart()
-    time.sleep(2.0)
-    stop.set()
-    for t in threads:
-        t.join(120)
+    pgserver.restart_under(writer, 6, join_s=120)
     assert all(n.proc.poll() is None for n in nodes), "a node exited"
     unknown = [a for a in answers if a[1] == "CommitStateUnknownException"]
     assert not unknown, unknown[:3]
