@@ -24,13 +24,12 @@ import decimal
 import io
 import json
 import struct
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import fastavro
 
-from kafka_fixtures import Sink, kafka  # noqa: F401
+from kafka_fixtures import LocalHttp, Sink, kafka  # noqa: F401
 from rest_fixtures import rest_catalog, s3tables, table_bucket  # noqa: F401
 from test_sink import connector, wait_rows, write_config
 
@@ -61,7 +60,7 @@ SCHEMA_V2 = json.loads(json.dumps(SCHEMA_V1))
 SCHEMA_V2["fields"].append({"name": "extra", "type": ["null", "string"], "default": None})
 
 
-class Registry:
+class Registry(LocalHttp):
     """The stand-in registry: schemas by id, basic auth, a count of fetches per id."""
 
     def __init__(self, schemas):
@@ -94,13 +93,7 @@ class Registry:
                     return self._send(404, {"error_code": 40403, "message": "Schema %d not found" % sid})
                 return self._send(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(H)
 
 
 def wire(schema_id, schema, rec):

@@ -11,14 +11,13 @@ that it has not (404 for the route, 405, 406, 501).
   endpoints leave transactions/commit out: never asked."""
 import http.client
 import json
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from kafka_fixtures import Sink, kafka  # noqa: F401
+from kafka_fixtures import LocalHttp, Sink, kafka  # noqa: F401
 from rest_fixtures import catalog_url, rest_catalog, s3tables, table_bucket  # noqa: F401
 from test_sink import connector, make_events_table, rows, wait_rows, write_config
 
@@ -86,7 +85,7 @@ def test_refused_transaction_changes_no_table_and_retry_lands_all_once(tmp_path,
     assert len(set(counts.values())) == 1, counts
 
 
-class NoTxProxy:
+class NoTxProxy(LocalHttp):
     """Forwards the catalog's requests unchanged (the SigV4 signature covers the Host header,
     passed through as it came) and answers 501 to POST .../transactions/commit, as a catalog
     without multi-table transactions does; with unlist, /v1/config's endpoints also leave it
@@ -136,13 +135,7 @@ class NoTxProxy:
 
             do_GET = do_POST = do_HEAD = do_DELETE = _forward
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(H)
 
 
 @pytest.mark.parametrize("unlisted", [False, True], ids=["answers-501", "not-in-endpoints"])
