@@ -941,6 +941,33 @@ static fl_err_t attempt_request(fl_appender_t *a, commit_job_t *j, int attempt, 
     return FL_OK;
 }
 
+/* A 409 is not proof that nothing landed: an HTTP client may have resent the
+ * request after the first send's connection died unanswered (libcurl does so on
+ * a reused connection), and the resend found the table moved by the first. So
+ * the table is re-based first and searched for this attempt's snapshot: there,
+ * it is DONE (the list and files are the table's); else the list is garbage
+ * (RETRY: the caller tries again or gives up). A reload that fails leaves the
+ * outcome UNKNOWN (nothing deleted); a replaced table is FAILED. */
+static attempt_t after_conflict(fl_appender_t *a, commit_job_t *j, fl_err_t *e, char *err, size_t errlen)
+{
+    fl_err_t re = rebase(a, err, errlen);
+    if (re == FL_ERR_CONFLICT) {
+        *e = re;
+        return ATTEMPT_FAILED;
+    }
+    if (re) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown: refused (409) and the table could not be "
+                        "reloaded to look for snapshot %" PRId64, j->sid);
+        return ATTEMPT_UNKNOWN;
+    }
+    if (fl_append_find_snapshot(a->md, j->sid)) {
+        *e = FL_OK;
+        return ATTEMPT_DONE;
+    }
+    a->ops.del(a->ops.ctx, j->list_uri);
+    return ATTEMPT_RETRY;
+}
+
 static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
                                 fl_err_t *e, char *err, size_t errlen)
 {
@@ -956,15 +983,13 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
         return ATTEMPT_DONE;
     }
     json_decref(newmd);
-    if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
-        a->ops.del(a->ops.ctx, j->list_uri);
+    if (status == 409) {
         /* back off first, then re-base: the next attempt commits against what it just loaded
          * (sleeping after the reload widened the window in which another writer wins) */
-        usleep((useconds_t)(attempt * 20000));
-        if ((*e = rebase(a, err, errlen))) return ATTEMPT_FAILED;
-        return ATTEMPT_RETRY;
-    }
-    if (status == 409) {
+        if (attempt < MAX_COMMIT_ATTEMPTS) usleep((useconds_t)(attempt * 20000));
+        attempt_t r = after_conflict(a, j, e, err, errlen);
+        if (r != ATTEMPT_RETRY) return r;
+        if (attempt < MAX_COMMIT_ATTEMPTS) return ATTEMPT_RETRY;
         *e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
         return ATTEMPT_FAILED;
     }
@@ -1063,11 +1088,30 @@ fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *e
         job_free(a);
         break;
     case FL_APPEND_CONFLICT:
+        switch (after_conflict(a, j, &e, err, errlen)) {
+        case ATTEMPT_RETRY:
+            free(j->list_uri);
+            j->list_uri = NULL;
+            break;
+        case ATTEMPT_DONE:   /* landed after all: the files are the table's; the caller re-reads */
+            forget_files(a);
+            job_free(a);
+            e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "refused (409), yet its snapshot is on the table: "
+                           "a resent request's first send had landed");
+            break;
+        case ATTEMPT_UNKNOWN:  /* the files stay: the commit may be visible */
+            forget_files(a);
+            job_free(a);
+            break;
+        default:
+            fl_append_abort(a);
+            break;
+        }
+        break;
     case FL_APPEND_SINGLE:
         if (j->list_uri) a->ops.del(a->ops.ctx, j->list_uri);
         free(j->list_uri);
         j->list_uri = NULL;
-        if (outcome == FL_APPEND_CONFLICT && (e = rebase(a, err, errlen))) fl_append_abort(a);
         break;
     case FL_APPEND_UNKNOWN:
         if (!committed_after_all(a, j->sid))

@@ -105,6 +105,18 @@ FL_TEST(append_unknown_outcomes_and_abort)
     CHECK(strstr(err, "unknown") != NULL);
     CHECK(live_objs(t, "/data/") > before);
 
+    /* The commit lands but the answer is a 409: the HTTP client resent the request on a
+     * fresh connection after the first send's connection died unanswered (libcurl does so
+     * for a reused connection), and the resend found the table moved by the first. The
+     * reload finds the snapshot: success, and the committed list and files stay. */
+    t->commit_mode = 3;
+    int data_before = live_objs(t, "/data/"), meta_before = live_objs(t, "/metadata/");
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    CHECK(fl_append_commit(a, NULL, 0, &sid, err, sizeof err) == FL_OK);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    CHECK(live_objs(t, "/data/") > data_before);
+    CHECK_EQ(live_objs(t, "/metadata/"), meta_before + 2);   /* its manifest and its list */
+
     /* Abort deletes what was uploaded since the last commit. */
     t->commit_mode = 0;
     int kept = live_objs(t, "/data/");
@@ -134,7 +146,7 @@ FL_TEST(append_unknown_outcomes_and_abort)
     int64_t rows, idsum;
     size_t files;
     scan_all(t, &ops, &rows, &idsum, &files);
-    CHECK_EQ(rows, 100);
+    CHECK_EQ(rows, 200);   /* the 500-answered and the 409-answered commits, each once (the 503 did not land) */
     fl_append_free(a);
     fl_append_free(c);
     fl_vec_free(&batch);
@@ -431,6 +443,20 @@ FL_TEST(append_prepare_settle_two_phase)
     scan_all(t, &ops, &rows, &idsum, &files);
     CHECK_EQ(rows, 130);
     CHECK_EQ(live_objs(t, "snap-"), 3);
+    /* a 409 whose request had landed (a resend's answer): the files are the table's */
+    fl_vec_clear(&batch);
+    fill(&batch, 2500, 5, 1);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    t->commit_mode = 3;
+    CHECK_EQ(tx_send(&ops, reqs, upd), 409);
+    t->commit_mode = 0;
+    CHECK(fl_append_settle(a, FL_APPEND_CONFLICT, err, sizeof err) == FL_ERR_CONFLICT);
+    CHECK(strstr(err, "landed") != NULL);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 135);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
     /* a definite failure: everything the prepare wrote is deleted */
     int manifests = live_objs(t, "-m0.avro"), data = live_objs(t, ".parquet");
     fl_vec_clear(&batch);
@@ -443,7 +469,7 @@ FL_TEST(append_prepare_settle_two_phase)
     REQUIRE(fl_append_settle(a, FL_APPEND_DROP, err, sizeof err) == FL_OK);
     CHECK_EQ(live_objs(t, "-m0.avro"), manifests);
     CHECK_EQ(live_objs(t, ".parquet"), data);
-    CHECK_EQ(live_objs(t, "snap-"), 3);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
     /* prepared and never settled: freeing the appender deletes it too */
     REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
     REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
@@ -451,7 +477,7 @@ FL_TEST(append_prepare_settle_two_phase)
     json_decref(upd);
     fl_append_free(a);
     CHECK_EQ(live_objs(t, "-m0.avro"), manifests);
-    CHECK_EQ(live_objs(t, "snap-"), 3);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
     CHECK_EQ(live_objs(t, ".parquet"), data);
     fl_append_free(b);
     fl_vec_free(&batch);
