@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 SOAK_SECONDS ?= 600
 DATA_DIR ?= ./floe-data
 
-.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
+.PHONY: all deps build asan run test unit fuzz-replay integration fuzz bench bench-catalog bench-nodes bench-parquet bench-compact bench-sink compat compat-quick compat-sink-handoff soak soak-sink demo clean
 
 all: build
 
@@ -58,12 +58,14 @@ soak: deps build
 	@SOAK_SECONDS=$(SOAK_SECONDS) .venv/bin/python tests/compat/soak.py
 	@$(MAKE) --no-print-directory soak-sink
 
-# floe sink's fault tests at length: 50 SIGKILLs of the sink while producing, and 50 rounds
-# of killing the sink or floe serve mid-commit (make test runs 6 and 4)
+# floe sink's fault tests at length: 50 SIGKILLs of the sink while producing (every fifth one
+# between a table commit and the group offsets), 50 rounds of killing the sink or floe serve
+# mid-commit, and 40 rounds of three members killed and added (make test runs 6, 4 and 5)
 soak-sink: deps build
-	FLOE_BIN=$(abspath $(BUILD))/floe FLOE_SINK_KILLS=50 FLOE_SINK_KILL_ROUNDS=50 .venv/bin/python -m pytest -q \
-	  -p no:cacheprovider tests/integration/test_sink.py::test_sigkill_while_producing_exactly_n \
-	  tests/integration/test_sink_serve_kill.py
+	FLOE_BIN=$(abspath $(BUILD))/floe FLOE_SINK_KILLS=50 FLOE_SINK_KILL_ROUNDS=50 FLOE_SINK_CHURN_ROUNDS=40 \
+	  .venv/bin/python -m pytest -q -p no:cacheprovider --timeout=1800 \
+	  tests/integration/test_sink.py::test_sigkill_while_producing_exactly_n \
+	  tests/integration/test_sink_serve_kill.py tests/integration/test_sink_churn.py
 
 demo: deps build
 	@bash tests/compat/demo.sh
@@ -73,6 +75,10 @@ bench: build
 
 bench-catalog: build
 	@bash bench/catalog.sh
+
+# 1 and 3 floe nodes behind HAProxy on PostgreSQL and a shared store (about 2 minutes)
+bench-nodes: build
+	@FLOE_BIN=$(abspath $(BUILD))/floe .venv/bin/python bench/nodes.py
 
 bench-parquet: deps build
 	@.venv/bin/python bench/parquet.py

@@ -6,6 +6,7 @@
  *               [--base /iceberg/v1] [--warehouse W] [--prefix P]
  *               [--auth sigv4|none|oauth] [--sign-name s3tables]
  *               [--region R] [--label L] [--server-pid PID] [--setup-only]
+ *               [--tables N]
  *
  * Any Iceberg REST catalog: --base is the REST base path (floe: /iceberg/v1,
  * Iceberg's reference server and SeaweedFS: /v1). Setup (untimed, one
@@ -23,6 +24,11 @@
  * Auth: sigv4 (default; signing name --sign-name, default s3tables), none, or
  * oauth (client_credentials at POST {base}/oauth/tokens with the access key
  * as client_id and the secret key as client_secret, then Bearer).
+ *
+ * --tables N (default 1): N tables T0 .. T{N-1} instead of T, all made in
+ * setup. With N >= clients, client i takes the tables whose number is i modulo
+ * the clients, in turn, so no two clients touch one table (commits spread over
+ * N tables); with fewer tables than clients, client i keeps to table i mod N.
  *
  * Timed phase:
  *  - load: GET {base}/{prefix}/namespaces/{ns}/tables/{t} (loadTable);
@@ -80,13 +86,17 @@ static struct {
     auth_t auth;
     op_t op;
     bool setup_only;
+    int ntables;           /* --tables */
 } cfg;
 
 static char g_arn[256];
 static char g_prefix[512];     /* "" or "/" + the percent-encoded prefix */
-static char g_tpath[1024];     /* {base}{prefix}/namespaces/{ns}/tables/{t} */
+typedef struct {
+    char path[1024];           /* {base}{prefix}/namespaces/{ns}/tables/{t} */
+    char location[256];        /* the table's location, s3://... */
+} table_t;
+static table_t *g_tables;      /* cfg.ntables */
 static char g_bearer[2048];    /* --auth oauth: the access token */
-static char g_warehouse[256];  /* table location, s3://... */
 
 /* ======================= requests (HTTP/1.1 + SigV4, loadgen.h) ======================= */
 
@@ -387,24 +397,34 @@ static void setup(lg_conn_t *c)
     if (st != 200 && st != 409)
         die("create namespace: status %ld: %.400s", st, x.err[0] ? x.err : x.body);
 
-    snprintf(path, sizeof(path), "%s%s/namespaces/%s/tables", cfg.base, g_prefix, cfg.ns);
-    snprintf(body, sizeof(body),
-             "{\"name\":\"%s\",\"schema\":{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"id\","
-             "\"type\":\"long\",\"required\":true}]}}",
-             cfg.table);
-    st = request(c, "POST", path, "", body, strlen(body), true, &x);
-    if (st != 200 && st != 409)
-        die("create table: status %ld: %.400s", st, x.err[0] ? x.err : x.body);
+    g_tables = calloc((size_t)cfg.ntables, sizeof(*g_tables));
+    if (!g_tables)
+        die("out of memory");
+    for (int i = 0; i < cfg.ntables; i++) {
+        table_t *t = &g_tables[i];
+        char name[160];
+        if (cfg.ntables > 1)
+            snprintf(name, sizeof(name), "%s%d", cfg.table, i);
+        else
+            snprintf(name, sizeof(name), "%s", cfg.table);
+        snprintf(path, sizeof(path), "%s%s/namespaces/%s/tables", cfg.base, g_prefix, cfg.ns);
+        snprintf(body, sizeof(body),
+                 "{\"name\":\"%s\",\"schema\":{\"type\":\"struct\",\"fields\":[{\"id\":1,\"name\":\"id\","
+                 "\"type\":\"long\",\"required\":true}]}}",
+                 name);
+        st = request(c, "POST", path, "", body, strlen(body), true, &x);
+        if (st != 200 && st != 409)
+            die("create table %s: status %ld: %.400s", name, st, x.err[0] ? x.err : x.body);
 
-    snprintf(g_tpath, sizeof(g_tpath), "%s%s/namespaces/%s/tables/%s", cfg.base, g_prefix, cfg.ns,
-             cfg.table);
-    st = request(c, "GET", g_tpath, "", NULL, 0, true, &x);
-    if (st != 200)
-        die("loadTable: status %ld: %.400s", st, x.err[0] ? x.err : x.body);
-    if (!json_str(x.body, "location", g_warehouse, sizeof(g_warehouse)))
-        die("loadTable: no location in %.300s", x.body);
-    fprintf(stderr, "catalogload: warehouse %s, table %s.%s at %s, metadata %zu bytes\n", g_arn,
-            cfg.ns, cfg.table, g_warehouse, x.blen);
+        snprintf(t->path, sizeof(t->path), "%s%s/namespaces/%s/tables/%s", cfg.base, g_prefix, cfg.ns, name);
+        st = request(c, "GET", t->path, "", NULL, 0, true, &x);
+        if (st != 200)
+            die("loadTable %s: status %ld: %.400s", name, st, x.err[0] ? x.err : x.body);
+        if (!json_str(x.body, "location", t->location, sizeof(t->location)))
+            die("loadTable: no location in %.300s", x.body);
+    }
+    fprintf(stderr, "catalogload: warehouse %s, %d table(s) %s.%s%s at %s, metadata %zu bytes\n", g_arn,
+            cfg.ntables, cfg.ns, cfg.table, cfg.ntables > 1 ? "N" : "", g_tables[0].location, x.blen);
     free(x.body);
 }
 
@@ -420,9 +440,12 @@ typedef struct {
     double t_end;
     bool setup_failed;
     size_t resp_bytes;
-    /* commit: the table's state as this client last saw it */
-    int64_t cur;      /* current snapshot id, -1 = none */
-    int64_t seq;      /* last-sequence-number */
+    /* the tables this client uses (--tables), taken in turn; tbl is the one now */
+    int *mine, nmine, next, tbl;
+    /* commit: each table's state as this client last saw it (by table number) */
+    int64_t *curs;    /* current snapshot id, -1 = none */
+    int64_t *seqs;    /* last-sequence-number */
+    int64_t cur, seq; /* those of tbl */
     uint64_t rng;
 } client_t;
 
@@ -448,9 +471,20 @@ static bool parse_state(client_t *cl, const char *body)
     return true;
 }
 
+/* Moves to the client's next table (keeping the state of the one it leaves). */
+static void next_table(client_t *cl)
+{
+    cl->curs[cl->tbl] = cl->cur;
+    cl->seqs[cl->tbl] = cl->seq;
+    cl->tbl = cl->mine[cl->next];
+    cl->next = (cl->next + 1) % cl->nmine;
+    cl->cur = cl->curs[cl->tbl];
+    cl->seq = cl->seqs[cl->tbl];
+}
+
 static bool reload(client_t *cl)
 {
-    long st = request(&cl->conn, "GET", g_tpath, "", NULL, 0, true, &cl->x);
+    long st = request(&cl->conn, "GET", g_tables[cl->tbl].path, "", NULL, 0, true, &cl->x);
     if (st == 200 && parse_state(cl, cl->x.body))
         return true;
     report_error("reload (loadTable)", &cl->x);
@@ -465,8 +499,26 @@ static void *client_setup(void *arg)
     if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
         seed = (uint64_t)time(NULL) * 2654435761u + (uint64_t)cl->id;
     cl->rng = seed | 1;
-    if (!reload(cl)) /* the untimed warm-up request */
-        cl->setup_failed = true;
+    int n = cfg.ntables, k = lg.clients;
+    cl->mine = calloc((size_t)n, sizeof(*cl->mine));
+    cl->curs = calloc((size_t)n, sizeof(*cl->curs));
+    cl->seqs = calloc((size_t)n, sizeof(*cl->seqs));
+    if (!cl->mine || !cl->curs || !cl->seqs)
+        die("out of memory");
+    if (n >= k) {
+        for (int j = cl->id; j < n; j += k)
+            cl->mine[cl->nmine++] = j;
+    } else {
+        cl->mine[cl->nmine++] = cl->id % n;
+    }
+    /* the untimed warm-up: each of its tables' state */
+    for (int j = 0; j < cl->nmine; j++) {
+        next_table(cl);
+        if (!reload(cl)) {
+            cl->setup_failed = true;
+            break;
+        }
+    }
     return NULL;
 }
 
@@ -493,7 +545,7 @@ static size_t commit_body(client_t *cl, char *out, size_t n, int64_t *new_id)
                      "\"summary\":{\"operation\":\"append\"},\"schema-id\":0}},"
                      "{\"action\":\"set-snapshot-ref\",\"ref-name\":\"main\",\"type\":\"branch\","
                      "\"snapshot-id\":%" PRId64 "}]}",
-                     cur, id, parent, cl->seq + 1, ms, g_warehouse, id, id);
+                     cur, id, parent, cl->seq + 1, ms, g_tables[cl->tbl].location, id, id);
     if (k < 0 || (size_t)k >= n)
         die("commit body too long");
     return (size_t)k;
@@ -514,9 +566,11 @@ static void *client_timed(void *arg)
     pthread_barrier_wait(&g_barrier);
     pthread_barrier_wait(&g_barrier);
     while (!cl->setup_failed && take_request()) {
+        if (cl->nmine > 1)
+            next_table(cl);
         if (cfg.op == OP_LOAD) {
             double t0 = now_s();
-            long st = request(&cl->conn, "GET", g_tpath, "", NULL, 0, false, &cl->x);
+            long st = request(&cl->conn, "GET", g_tables[cl->tbl].path, "", NULL, 0, false, &cl->x);
             double lat = now_s() - t0;
             if (st == 200 && cl->x.blen > 0 && (cl->x.clen < 0 || (size_t)cl->x.clen == cl->x.blen)) {
                 cl->ops++;
@@ -535,7 +589,7 @@ static void *client_timed(void *arg)
             int64_t id;
             size_t len = commit_body(cl, body, sizeof(body), &id);
             double t0 = now_s();
-            long st = request(&cl->conn, "POST", g_tpath, "", body, len, true, &cl->x);
+            long st = request(&cl->conn, "POST", g_tables[cl->tbl].path, "", body, len, true, &cl->x);
             double t1 = now_s();
             if (st == 200) {
                 int64_t seq0 = cl->seq;
@@ -585,7 +639,8 @@ static void usage(void)
             "                   [--bucket TABLE_BUCKET] [--namespace NS] [--table T]\n"
             "                   [--base /iceberg/v1] [--warehouse W] [--prefix P]\n"
             "                   [--auth sigv4|none|oauth] [--sign-name s3tables]\n"
-            "                   [--region R] [--label L] [--server-pid PID] [--setup-only]\n");
+            "                   [--region R] [--label L] [--server-pid PID] [--setup-only]\n"
+            "                   [--tables N] [--cpu-group NAME:[+]PID,...]\n");
     exit(2);
 }
 
@@ -613,6 +668,7 @@ static bool own_arg(const char *a, const char *v)
     else if (strcmp(a, "--prefix") == 0) cfg.prefix = v;
     else if (strcmp(a, "--sign-name") == 0) cfg.sign_name = v;
     else if (strcmp(a, "--auth") == 0) g_auth_arg = v;
+    else if (strcmp(a, "--tables") == 0) cfg.ntables = atoi(v);
     else return false;
     return true;
 }
@@ -624,10 +680,11 @@ int main(int argc, char **argv)
     cfg.table = "t";
     cfg.base = "/iceberg/v1";
     cfg.sign_name = "s3tables";
+    cfg.ntables = 1;
     lg_parse_args(argc, argv, "--setup-only", &cfg.setup_only, own_arg, usage);
     const char *op = g_op_arg;
     if (!lg.endpoint || (!op && !cfg.setup_only) ||
-        lg.clients < 1 || lg.clients > 1024 ||
+        lg.clients < 1 || lg.clients > 1024 || cfg.ntables < 1 || cfg.ntables > 100000 ||
         (!cfg.setup_only && (lg.seconds <= 0) == (lg.requests <= 0)))
         usage();
     if (!op || strcmp(op, "load") == 0) cfg.op = OP_LOAD;
@@ -707,10 +764,14 @@ int main(int argc, char **argv)
     for (int i = 0; i < lg.clients; i++) {
         lg_conn_free(&cls[i].conn);
         free(cls[i].x.body);
+        free(cls[i].mine);
+        free(cls[i].curs);
+        free(cls[i].seqs);
     }
     free(e2e.v);
     free(lat.v);
     free(cls);
+    free(g_tables);
     pthread_barrier_destroy(&g_barrier);
     return (ops == 0 || errors > 0 || setup_failed) ? 1 : 0;
 }

@@ -11,8 +11,9 @@
  *    connect, buffered reads, response head and body, writev of a request;
  *  - AWS SigV4 (HMAC-SHA256 with OpenSSL, signing key cached per day);
  *  - latency samples and percentiles;
- *  - CPU accounting of the timed window (client, server, rest of the machine)
- *    and the JSON fields that report it. */
+ *  - CPU accounting of the timed window (client, server, rest of the machine,
+ *    and named groups of processes: --cpu-group) and the JSON fields that
+ *    report it. */
 #ifndef FLOE_BENCH_LOADGEN_H
 #define FLOE_BENCH_LOADGEN_H
 
@@ -93,6 +94,44 @@ __attribute__((format(printf, 1, 2), noreturn)) static inline void die(const cha
     exit(2);
 }
 
+/* --cpu-group NAME:PID[,PID...] (repeatable): the CPU seconds those processes
+ * spent in the timed window, reported as "cpu":{"NAME":s,...}. "+PID" counts
+ * PID and its children (found at each end of the window: a child born inside
+ * it counts from zero, one that exited inside it is missed), e.g. PostgreSQL's
+ * postmaster and its backends. */
+#define LG_MAX_GROUPS 8
+#define LG_GROUP_PIDS 16
+#define LG_MARK_PIDS 512
+typedef struct {
+    char name[32];
+    long pids[LG_GROUP_PIDS];
+    bool children[LG_GROUP_PIDS];
+    int npids;
+} lg_group_t;
+static lg_group_t lg_groups[LG_MAX_GROUPS];
+static int lg_ngroups;
+
+static inline void lg_cpu_group_arg(const char *v)
+{
+    const char *colon = strchr(v, ':');
+    if (!colon || colon == v || (size_t)(colon - v) >= sizeof(lg_groups[0].name) || lg_ngroups >= LG_MAX_GROUPS) {
+        fprintf(stderr, LG_NAME ": --cpu-group NAME:PID[,PID...] (at most %d groups)\n", LG_MAX_GROUPS);
+        exit(2);
+    }
+    lg_group_t *g = &lg_groups[lg_ngroups++];
+    memcpy(g->name, v, (size_t)(colon - v));
+    for (const char *p = colon + 1; *p && g->npids < LG_GROUP_PIDS;) {
+        bool kids = *p == '+';
+        long pid = strtol(p + kids, (char **)&p, 10);
+        if (pid > 0) {
+            g->children[g->npids] = kids;
+            g->pids[g->npids++] = pid;
+        }
+        if (*p == ',') p++;
+        else if (*p) break;
+    }
+}
+
 /* The options all load generators take: true when a is one (v its value). */
 static inline bool lg_arg(const char *a, const char *v)
 {
@@ -105,6 +144,7 @@ static inline bool lg_arg(const char *a, const char *v)
     else if (strcmp(a, "--seconds") == 0) lg.seconds = atof(v);
     else if (strcmp(a, "--requests") == 0) lg.requests = atol(v);
     else if (strcmp(a, "--server-pid") == 0) lg.server_pid = atol(v);
+    else if (strcmp(a, "--cpu-group") == 0) lg_cpu_group_arg(v);
     else return false;
     return true;
 }
@@ -615,28 +655,88 @@ static inline double machine_busy_s(void)
     return (double)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* CPU counters at one moment: this process, the server, the machine. */
+/* The processes of the --cpu-group groups at one moment and their CPU seconds. */
+typedef struct {
+    int n;
+    int group[LG_MARK_PIDS];
+    long pid[LG_MARK_PIDS];
+    double cpu[LG_MARK_PIDS];
+} lg_pids_mark_t;
+
+static inline void lg_pids_add(lg_pids_mark_t *m, int g, long pid)
+{
+    if (m->n >= LG_MARK_PIDS) return;
+    double c = proc_cpu_s(pid);
+    if (c < 0) return;
+    m->group[m->n] = g;
+    m->pid[m->n] = pid;
+    m->cpu[m->n++] = c;
+}
+
+/* The parent pid from /proc/PID/stat (-1 if unknown). */
+static inline long proc_ppid(long pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    long ppid;
+    return p && sscanf(p + 2, "%*c %ld", &ppid) == 1 ? ppid : -1;
+}
+
+#include <dirent.h>
+static inline void lg_pids_mark(lg_pids_mark_t *m)
+{
+    m->n = 0;
+    bool any_kids = false;
+    for (int g = 0; g < lg_ngroups; g++)
+        for (int i = 0; i < lg_groups[g].npids; i++) {
+            lg_pids_add(m, g, lg_groups[g].pids[i]);
+            any_kids |= lg_groups[g].children[i];
+        }
+    if (!any_kids) return;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        long pid = atol(e->d_name);
+        if (pid <= 0) continue;
+        long pp = proc_ppid(pid);
+        for (int g = 0; g < lg_ngroups; g++)
+            for (int i = 0; i < lg_groups[g].npids; i++)
+                if (lg_groups[g].children[i] && lg_groups[g].pids[i] == pp) lg_pids_add(m, g, pid);
+    }
+    if (d) closedir(d);
+}
+
+/* CPU counters at one moment: this process, the server, the machine, the groups. */
 typedef struct {
     struct rusage ru;
     double srv, mach;
+    lg_pids_mark_t groups;
 } lg_cpu_mark_t;
 
 /* CPU seconds over the timed window; -1 where unknown. */
 typedef struct {
     double client, server, other;
+    double group[LG_MAX_GROUPS];
 } lg_cpu_t;
 
 static inline void lg_cpu_mark(lg_cpu_mark_t *m)
 {
     getrusage(RUSAGE_SELF, &m->ru);
     m->srv = lg.server_pid ? proc_cpu_s(lg.server_pid) : -1;
+    lg_pids_mark(&m->groups);
     m->mach = machine_busy_s();
 }
 
 /* From m0 to now. other = busy - client - server: other processes, kernel threads. */
 static inline lg_cpu_t lg_cpu_since(const lg_cpu_mark_t *m0)
 {
-    lg_cpu_mark_t m1;
+    static lg_cpu_mark_t m1; /* large: off the stack */
     lg_cpu_mark(&m1);
     const struct rusage *r0 = &m0->ru, *r1 = &m1.ru;
     lg_cpu_t c;
@@ -650,6 +750,14 @@ static inline lg_cpu_t lg_cpu_since(const lg_cpu_mark_t *m0)
         c.other = m1.mach - m0->mach - c.client - (c.server > 0 ? c.server : 0);
         if (c.other < 0)
             c.other = 0;
+    }
+    for (int g = 0; g < LG_MAX_GROUPS; g++)
+        c.group[g] = 0;
+    for (int i = 0; i < m1.groups.n; i++) {
+        double before = 0;
+        for (int j = 0; j < m0->groups.n; j++)
+            if (m0->groups.pid[j] == m1.groups.pid[i]) before = m0->groups.cpu[j];
+        c.group[m1.groups.group[i]] += m1.groups.cpu[i] - before;
     }
     return c;
 }
@@ -672,8 +780,15 @@ static inline double lg_start_timed(lg_cpu_mark_t *m0)
 static inline void lg_print_tail(const lg_cpu_t *c, long connects)
 {
     printf(",\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"other_cpu_s\":%.3f,"
-           "\"reconnects\":%ld}\n",
+           "\"reconnects\":%ld",
            c->client, c->server, c->other, connects > lg.clients ? connects - lg.clients : 0);
+    if (lg_ngroups) {
+        printf(",\"cpu\":{");
+        for (int g = 0; g < lg_ngroups; g++)
+            printf("%s\"%s\":%.3f", g ? "," : "", lg_groups[g].name, c->group[g]);
+        printf("}");
+    }
+    printf("}\n");
     fflush(stdout);
 }
 

@@ -849,7 +849,8 @@ static void usage(void)
             "              --bucket B --op put|get --size BYTES[K|M|G] --clients N\n"
             "              (--seconds S | --requests N) [--objects K] [--key-ring R]\n"
             "              [--engine raw|curl] [--prefix P] [--region R] [--label L]\n"
-            "              [--threads T] [--server-pid PID] [--verbose]\n");
+            "              [--threads T] [--server-pid PID] [--verbose]\n"
+            "              [--cpu-group NAME:[+]PID,...]\n");
     exit(2);
 }
 

@@ -32,3 +32,19 @@ if [ ! -f "$stamp" ] || ! cmp -s "$req" "$stamp"; then
   "$venv/bin/pip" install -q -r "$req"
   cp "$req" "$stamp"
 fi
+
+# A third-party S3 store as a backing store for tests/integration/test_object_store.py:
+# versitygw (Apache-2.0; its posix backend), built by `go install` from the Go module
+# proxy into tests/.cache (gitignored, kept between runs). Bounded in time; when it
+# cannot be built the test skips and says so (tests/.cache/versitygw.err has why).
+vgw_ver=v1.8.0
+cache="$here/tests/.cache"
+go_bin=$(command -v go || echo /usr/local/go/bin/go)
+if [ ! -x "$cache/bin/versitygw" ] && [ -x "$go_bin" ]; then
+  mkdir -p "$cache"
+  if ! GOBIN="$cache/bin" GOMODCACHE="$cache/gomod" GOFLAGS=-modcacherw GOTOOLCHAIN=local \
+       timeout 900 "$go_bin" install "github.com/versity/versitygw/cmd/versitygw@$vgw_ver" \
+       2> "$cache/versitygw.err"; then
+    echo "install-deps: versitygw $vgw_ver was not built (see $cache/versitygw.err)" >&2
+  fi
+fi

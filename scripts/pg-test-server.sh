@@ -7,6 +7,8 @@
 #   pg-test-server.sh stop DIR     stops it (immediate) and removes DIR
 #   pg-test-server.sh restart DIR  immediate stop, start again on the same port
 #   pg-test-server.sh halt DIR     immediate stop, keeping DIR (resume starts it again)
+# PG_TEST_SERVER_OPTS (at start): more server options, e.g. "-c shared_preload_libraries=pg_stat_statements"
+# (kept in DIR/opts for restart and resume).
 # Exit status 3: no server binaries here (apt-get install postgresql).
 set -euo pipefail
 cmd=${1:?start|stop|restart}; dir=${2:?directory}
@@ -18,7 +20,7 @@ fi
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 pg_start() {
   as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $(cat "$dir/port") -k $dir -c fsync=off -c full_page_writes=off -c max_connections=300" \
+    -o "-c listen_addresses=127.0.0.1 -p $(cat "$dir/port") -k $dir -c fsync=off -c full_page_writes=off -c max_connections=300 $(cat "$dir/opts" 2>/dev/null)" \
     start >/dev/null
 }
 case $cmd in
@@ -27,6 +29,7 @@ start)
   [ "$(id -u)" = 0 ] && chown postgres "$dir"
   as_pg "$bindir/initdb" -D "$dir/data" -U floe -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
     as_pg "$bindir/initdb" -D "$dir/data" -U floe -A trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1
+  printf '%s' "${PG_TEST_SERVER_OPTS:-}" >"$dir/opts"
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' >"$dir/port"
   pg_start
   echo "postgresql://floe@127.0.0.1:$(cat "$dir/port")/postgres"

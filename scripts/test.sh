@@ -24,18 +24,22 @@ echo "== compat: Kafka Connect with the Iceberg sink into floe (reduced; 'make c
 if [ "${FLOE_SKIP_COMPAT:-0}" != 1 ]; then
   bash tests/compat/ci.sh
 fi
-echo "== integration on PostgreSQL: the catalog, REST and S3 Tables tests with every floe serve on a test PostgreSQL (FLOE_TEST_CATALOG=postgres)"
+echo "== integration on PostgreSQL: REST through PyIceberg and its races with one floe serve on a test PostgreSQL (FLOE_TEST_CATALOG=postgres; the S3 Tables API runs on PostgreSQL in the cluster pass below)"
 FLOE_TEST_CATALOG=postgres FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider \
-  tests/integration/test_tables_api.py tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py
+  tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py
 echo "== integration on a 3-node cluster (FLOE_TEST_CLUSTER=3): every floe serve is 3 nodes on the test PostgreSQL and a shared S3 store, behind HAProxy round-robin"
 # A representative subset, to keep CI time small (~4 min): the harness itself, the S3 Tables API,
 # Iceberg REST through PyIceberg and its commit races, S3 objects and multipart (uploads begun on
-# one node and continued on the others), and the maintenance scheduler's leases across nodes.
+# one node and continued on the others), the maintenance scheduler's leases across nodes, and
+# IAM users, enforcement and revocation (a change made through one node holds on the next
+# request to any other: NOTIFY/LISTEN empties their caches).
 # Tests marked single_node (one process or its disk) or fs_store skip themselves.
 FLOE_TEST_CLUSTER=3 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/integration/test_cluster_mode.py tests/integration/test_tables_api.py \
   tests/integration/test_rest_pyiceberg.py tests/integration/test_rest_races.py \
   tests/integration/test_s3_objects.py tests/integration/test_s3_multipart.py \
-  tests/integration/test_maint_server.py
+  tests/integration/test_maint_server.py tests/integration/test_iam_users.py \
+  tests/integration/test_iam_enforce.py tests/integration/test_iam_revoke.py \
+  tests/integration/test_iam_bucket_policy.py
 echo "== integration tests (real clients against the ASan+UBSan floe)"
 FLOE_BIN="$PWD/build-asan/floe" .venv/bin/python -m pytest -q -p no:cacheprovider tests/integration "$@"

@@ -273,9 +273,11 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
             free(token);
             if (e != FL_OK) {
                 fl_http_set_op(c, "Unauthenticated");
+                bool expired = strstr(msg, "expired") != NULL; /* AWS's codes for an expired session */
                 if (!strcmp(auth.service, "iam") || !strcmp(auth.service, "sts"))
-                    fl_iam_api_error(&r, 403, "InvalidClientTokenId", msg);
-                else front_error(&r, rest, 403, rest ? "NotAuthorizedException" : "UnrecognizedClientException", msg);
+                    fl_iam_api_error(&r, 403, expired ? "ExpiredToken" : "InvalidClientTokenId", msg);
+                else front_error(&r, rest, 403, rest ? "NotAuthorizedException"
+                                              : expired ? "ExpiredTokenException" : "UnrecognizedClientException", msg);
                 goto out;
             }
             r.who = &who;

@@ -912,7 +912,15 @@ void fl_iam_api_handle(fl_api_req_t *r)
     /* the query protocol: parameters in a form body (POST) or in the query string */
     const char *src = r->body_len ? r->body : r->req->query;
     size_t len = r->body_len ? r->body_len : r->req->query_len;
-    if (fl_query_parse(src, len, &t.q) != FL_OK) {
+    fl_err_t qe = fl_query_parse(src, len, &t.q);
+    if (qe == FL_ERR_TOO_LARGE) { /* e.g. a policy document past every IAM size quota: AWS's code for those */
+        char msg[128];
+        snprintf(msg, sizeof msg, "The request has more than %d parameters or one larger than %d bytes.",
+                 FL_QUERY_MAX_PARAMS, FL_HTTP_MAX_TARGET_BYTES);
+        fail(&t, 409, "LimitExceeded", msg);
+        goto out;
+    }
+    if (qe != FL_OK) {
         fail(&t, 400, "MalformedQueryString", "The request parameters could not be parsed.");
         goto out;
     }

@@ -47,6 +47,11 @@ typedef struct rctx {
     char name[FL_NAME_MAX];
     json_t *body;          /* parsed request body (owned) */
     fl_query_t q;          /* decoded query parameters */
+    const fl_tbucket_t *b; /* the prefix's table bucket (dispatch's) */
+    /* What a LoadTableResult vends credentials for: the table (NULL for a
+     * staged create: then its warehouse and name) */
+    const fl_table_t *vt;
+    const char *vwh, *vname;
 } rctx_t;
 
 /* ------------------------------------------------------------------ */
@@ -221,7 +226,56 @@ static json_t *table_config(const rctx_t *x)
     return c;
 }
 
-/* {"metadata-location":loc,"metadata":<text>[,"config":{...}]} without re-serialising text. */
+/* Whether the request's X-Iceberg-Access-Delegation (a comma-separated list)
+ * asks for vended-credentials. */
+static bool wants_vended(const rctx_t *x)
+{
+    fl_slice_t v = fl_http_header_val(x->r->req, "x-iceberg-access-delegation");
+    for (size_t i = 0; v.ptr && i < v.len;) {
+        size_t j = i;
+        while (j < v.len && v.ptr[j] != ',') j++;
+        fl_slice_t tok = fl_slice_trim(fl_slice(v.ptr + i, j - i));
+        if (tok.len == 18 && !strncasecmp(tok.ptr, "vended-credentials", 18)) return true;
+        i = j + 1;
+    }
+    return false;
+}
+
+/* Vended credentials for x->vt's (or the staged table's) warehouse, when the
+ * client asks and a signed caller is known: added to the table's config c
+ * and returned as a storage-credentials array (NULL when none). Read-only
+ * unless the caller may s3tables:PutTableData on the table. Unsigned callers
+ * (--insecure-no-auth) get none: the data plane takes their unsigned
+ * requests anyway. A failure to mint is logged and the answer goes without. */
+static json_t *add_vended(rctx_t *x, json_t *c)
+{
+    const fl_iam_who_t *who = x->r->who;
+    fl_iam_t *iam = x->cfg->iam;
+    if (!x->vwh || !who || !iam || !x->b || who->vended_for[0] || !wants_vended(x)) return NULL;
+    const fl_table_t *t = x->vt;
+    fl_iam_target_t tg = { .bucket = x->b, .table = t, .ns = x->ns, .name = x->vname, .table_level = true };
+    bool write = fl_iam_allows(iam, who, "s3tables:PutTableData", &tg, fl_http_peer(x->r->c));
+    fl_iam_vended_t v;
+    fl_err_t e = fl_iam_vend(iam, who, t ? t->arn : NULL, x->b->arn, x->ns, x->vname, write, &v);
+    if (e) {
+        fl_warn("rest: no vended credentials for %s.%s: %s", x->ns, t ? t->name : x->vname, fl_err_str(e));
+        return NULL;
+    }
+    json_t *kv = json_object();
+    char exp[24];
+    snprintf(exp, sizeof exp, "%lld", (long long)v.expires_ms);
+    json_object_set_new(kv, "s3.access-key-id", json_string(v.akid));
+    json_object_set_new(kv, "s3.secret-access-key", json_string(v.secret));
+    json_object_set_new(kv, "s3.session-token", json_string(v.token));
+    json_object_set_new(kv, "s3.session-token-expires-at-ms", json_string(exp));
+    json_object_update(c, kv);
+    json_t *sc = json_pack("[{s:s,s:o}]", "prefix", x->vwh, "config", kv);
+    memset(&v, 0, sizeof v);
+    return sc;
+}
+
+/* {"metadata-location":loc,"metadata":<text>[,"config":{...}][,"storage-credentials":[...]]}
+ * without re-serialising text. */
 static void send_load_result(rctx_t *x, const char *loc, const char *text, size_t len, bool view, bool config)
 {
     fl_buf_t b;
@@ -229,11 +283,14 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
     json_t *l = loc ? json_string(loc) : json_null();
     char *ls = json_dumps(l, JSON_ENCODE_ANY | JSON_COMPACT);
     json_decref(l);
-    char *cs = NULL;
+    char *cs = NULL, *scs = NULL;
     if (config) {
         json_t *c = view ? json_object() : table_config(x);
+        json_t *sc = view ? NULL : add_vended(x, c);
         cs = json_dumps(c, JSON_COMPACT);
+        scs = sc ? json_dumps(sc, JSON_COMPACT) : NULL;
         json_decref(c);
+        json_decref(sc);
     }
     fl_err_t e = fl_buf_adds(&b, "{\"metadata-location\":");
     if (!e) e = fl_buf_adds(&b, ls ? ls : "null");
@@ -243,11 +300,21 @@ static void send_load_result(rctx_t *x, const char *loc, const char *text, size_
         e = fl_buf_adds(&b, ",\"config\":");
         if (!e) e = fl_buf_adds(&b, cs);
     }
+    if (!e && scs) {
+        e = fl_buf_adds(&b, ",\"storage-credentials\":");
+        if (!e) e = fl_buf_adds(&b, scs);
+    }
     if (!e) e = fl_buf_adds(&b, "}");
     if (e) err(x, 500, "ServiceFailureException", "Could not render the response.");
     else send_body(x, 200, b.ptr, b.len);
     free(ls);
+    if (scs) { /* secrets: wiped */
+        explicit_bzero(cs, strlen(cs));
+        explicit_bzero(scs, strlen(scs));
+        explicit_bzero(b.ptr, b.len);
+    }
     free(cs);
+    free(scs);
     fl_buf_free(&b);
 }
 
@@ -669,6 +736,8 @@ static void h_create_table(rctx_t *x)
         free(sttext);
         json_decref(st);
         char *text = json_dumps(meta, JSON_COMPACT);
+        x->vwh = loc;
+        x->vname = name;
         if (text) send_load_result(x, NULL, text, strlen(text), false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
         free(text);
@@ -689,6 +758,8 @@ static void h_create_table(rctx_t *x)
     else if (e) err(x, 500, "ServiceFailureException", why ? why : fl_err_str(e));
     else {
         fl_tmeta_t *m = fl_tablesvc_remember(x->svc, t.metadata_location, meta);
+        x->vt = &t;
+        x->vwh = t.warehouse;
         if (m) send_meta(x, t.metadata_location, m, false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
         fl_tmeta_release(m);
@@ -738,6 +809,8 @@ static void h_load_table(rctx_t *x)
     if (!get_row(x, x->ns, x->name, false, &t, true)) return;
     fl_tmeta_t *m = load_meta(x, &t);
     if (!m) return;
+    x->vt = &t;
+    x->vwh = t.warehouse;
     if (refs) send_refs_only(x, t.metadata_location, fl_tmeta_json(m));
     else send_meta(x, t.metadata_location, m, false, true);
     fl_tmeta_release(m);
@@ -851,6 +924,8 @@ static void h_register(rctx_t *x)
     else if (e) err(x, 500, "ServiceFailureException", fl_err_str(e));
     else {
         fl_tmeta_t *m = fl_tablesvc_remember(x->svc, loc, meta);
+        x->vt = &t;
+        x->vwh = t.warehouse;
         if (m) send_meta(x, loc, m, false, true);
         else err(x, 500, "ServiceFailureException", "Could not render the metadata.");
         fl_tmeta_release(m);
@@ -1462,6 +1537,7 @@ static void dispatch(rctx_t *x)
         return;
     }
     snprintf(x->owner, sizeof x->owner, "%s", b.owner);
+    x->b = &b;
     if (ncaps >= 1 && !decode_seg(x, caps[0], x->ns, true, rt->nf_type)) return;
     if (ncaps >= 2 && !decode_seg(x, caps[1], x->name, false, rt->nf_type)) return;
     if (!authorize(x, rt, &b)) {

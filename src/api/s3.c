@@ -129,6 +129,8 @@ static const char *default_message(const char *code)
         { "InternalError", "We encountered an internal error. Please try again." },
         { "RequestTimeout", "Your socket connection to the server was not read from or written to within the timeout period." },
         { "ConditionalRequestConflict", "A conflicting operation occurred. Please retry." },
+        { "NoSuchBucketPolicy", "The bucket policy does not exist" },
+        { "MalformedPolicy", "Policies must be valid JSON and the first byte must be '{'" },
     };
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (strcmp(m[i].code, code) == 0) return m[i].msg;
@@ -202,15 +204,25 @@ static void s3_error_from(s3req_t *r, fl_err_t e)
 /* ------------------------------------------------------------------ */
 /* authorisation                                                       */
 
+/* The actions on a bucket's policy, which its owner's root may always do. */
+static bool is_policy_action(const char *action)
+{
+    return !strcmp(action, "GetBucketPolicy") || !strcmp(action, "PutBucketPolicy") ||
+           !strcmp(action, "DeleteBucketPolicy") || !strcmp(action, "GetBucketPolicyStatus");
+}
+
 /* May the signer do s3:action on bucket[/key]? In a table's warehouse bucket
  * ("{id}--table-s3") the table's actions govern, whichever client reads or
  * writes: s3tables:GetTableData for reads and s3tables:PutTableData for writes
  * (s3tables:DeleteTable to remove the warehouse bucket itself), on the table's
  * ARN, with its bucket's and its own resource policies, as the source
  * document says. Elsewhere: s3:action on arn:aws:s3:::bucket[/key], owned by
- * the root account (identity policies only: floe keeps no S3 bucket
- * policies). msg gets the denial's text. Connection thread; blocks on the
- * catalog store. */
+ * the root account, with the bucket's policy (stored as the document "policy"
+ * of arn:aws:s3:::bucket) as its resource policy; as in AWS a Deny there
+ * binds the owner's root too, except for the bucket-policy actions
+ * themselves (the root can always repair a policy that locks everyone out).
+ * msg gets the denial's text. Connection thread; blocks on the catalog
+ * store. */
 static bool allowed(s3req_t *r, const char *action, bool write, const char *bucket, const char *key, size_t keylen,
                     char *msg, size_t msglen)
 {
@@ -249,8 +261,9 @@ static bool allowed(s3req_t *r, const char *action, bool write, const char *buck
             if (found) return ok;
         }
     }
-    if (who->root && !strcmp(who->account, fl_iam_root_account(iam))) return true;
-    char res[FL_S3_MAX_KEY_BYTES + 160];
+    bool owner_root = who->root && !strcmp(who->account, fl_iam_root_account(iam));
+    if (owner_root && (!bucket || is_policy_action(action) || (key && memchr(key, 0, keylen)))) return true;
+    char res[FL_S3_MAX_KEY_BYTES + 160], pol[FL_ARN_MAX];
     if (!bucket) snprintf(res, sizeof res, "arn:aws:s3:::*");
     else if (!key) snprintf(res, sizeof res, "arn:aws:s3:::%s", bucket);
     else snprintf(res, sizeof res, "arn:aws:s3:::%s/%.*s", bucket, (int)keylen, key);
@@ -261,7 +274,9 @@ static bool allowed(s3req_t *r, const char *action, bool write, const char *buck
         return false;
     }
     const char *acts[1] = { act };
-    fl_iam_target_t tg = { .resource = res, .owner = fl_iam_root_account(iam) };
+    if (bucket) snprintf(pol, sizeof pol, "arn:aws:s3:::%s", bucket);
+    fl_iam_target_t tg = { .resource = res, .owner = fl_iam_root_account(iam), .policy_arn = bucket ? pol : NULL,
+                           .deny_binds_root = true };
     return fl_iam_check(iam, who, acts, 1, &tg, fl_http_peer(r->c), msg, msglen);
 }
 
@@ -977,12 +992,28 @@ static void op_list_buckets(s3req_t *r)
     free(bs);
 }
 
+/* A bucket's policy goes with the bucket. */
+static void drop_bucket_policy(s3req_t *r)
+{
+    if (!r->cfg->iam) return;
+    char arn[FL_ARN_MAX], *have = NULL;
+    snprintf(arn, sizeof arn, "arn:aws:s3:::%s", r->bucket);
+    fl_catalog_t *cat = fl_iam_catalog(r->cfg->iam);
+    if (fl_catalog_doc_get(cat, arn, "policy", &have) != FL_OK) return;
+    free(have);
+    fl_iam_write_begin(r->cfg->iam);
+    fl_err_t e = fl_catalog_doc_delete(cat, arn, "policy");
+    fl_iam_write_end(r->cfg->iam);
+    if (e && e != FL_ERR_NOT_FOUND) fl_warn("s3: the policy of deleted bucket %s stays (%s)", r->bucket, fl_err_str(e));
+}
+
 static void op_create_bucket(s3req_t *r)
 {
     fl_http_set_op(r->c, "CreateBucket");
     if (!valid_bucket_name(r->bucket)) return s3_error(r, 400, "InvalidBucketName", NULL);
     fl_err_t e = fl_store_bucket_create(r->cfg->store, r->bucket);
     if (e) return s3_error_from(r, e);
+    drop_bucket_policy(r); /* one left by a bucket of that name removed behind floe's back */
     char loc[128];
     snprintf(loc, sizeof loc, "/%s", r->bucket);
     fl_http_resp_header(r->c, "Location", loc);
@@ -1004,6 +1035,7 @@ static void op_delete_bucket(s3req_t *r)
     fl_http_set_op(r->c, "DeleteBucket");
     fl_err_t e = fl_store_bucket_delete(r->cfg->store, r->bucket);
     if (e) return s3_error_from(r, e);
+    drop_bucket_policy(r);
     send_empty(r, 204);
 }
 
@@ -1031,6 +1063,186 @@ static void op_bucket_versioning(s3req_t *r)
     fl_buf_init(&b, 0);
     xml_open(r, &b, "VersioningConfiguration", true);
     send_xml(r, 200, &b);
+}
+
+/* ------------------------------------------------------------------ */
+/* bucket policies                                                     */
+
+/* A bucket policy's Resource/NotResource entry must name the bucket or
+ * objects in it (AWS's "Policy has invalid resource"). */
+static bool policy_resource_ok(const char *bucket, const char *res)
+{
+    char arn[FL_ARN_MAX], obj[FL_ARN_MAX];
+    snprintf(arn, sizeof arn, "arn:aws:s3:::%s", bucket);
+    snprintf(obj, sizeof obj, "arn:aws:s3:::%s/", bucket);
+    size_t ol = strlen(obj);
+    return !strncmp(res, obj, ol) || fl_policy_glob(res, arn, false) || fl_policy_glob(res, obj, false);
+}
+
+/* The statements' resources all within bucket (the document already parsed). */
+static bool policy_resources_ok(const char *bucket, json_t *doc)
+{
+    json_t *sts = json_object_get(doc, "Statement");
+    json_t *one[1] = { sts };
+    size_t n = json_is_array(sts) ? json_array_size(sts) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *st = json_is_array(sts) ? json_array_get(sts, i) : one[0];
+        const char *fields[2] = { "Resource", "NotResource" };
+        for (int f = 0; f < 2; f++) {
+            json_t *v = json_object_get(st, fields[f]);
+            size_t m = json_is_array(v) ? json_array_size(v) : v ? 1 : 0;
+            for (size_t j = 0; j < m; j++) {
+                const char *s = json_string_value(json_is_array(v) ? json_array_get(v, j) : v);
+                if (!s || !policy_resource_ok(bucket, s)) return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* Public as GetBucketPolicyStatus says: some Allow statement grants any
+ * principal ("*" or {"AWS": "*"}) without a Condition. */
+static bool policy_is_public(json_t *doc)
+{
+    json_t *sts = json_object_get(doc, "Statement");
+    size_t n = json_is_array(sts) ? json_array_size(sts) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *st = json_is_array(sts) ? json_array_get(sts, i) : sts;
+        const char *eff = json_string_value(json_object_get(st, "Effect"));
+        if (!eff || strcmp(eff, "Allow") || json_object_get(st, "Condition")) continue;
+        json_t *p = json_object_get(st, "Principal");
+        if (json_is_object(p)) p = json_object_get(p, "AWS");
+        size_t m = json_is_array(p) ? json_array_size(p) : p ? 1 : 0;
+        for (size_t j = 0; j < m; j++) {
+            const char *s = json_string_value(json_is_array(p) ? json_array_get(p, j) : p);
+            if (s && !strcmp(s, "*")) return true;
+        }
+    }
+    return false;
+}
+
+/* The policy operations' common ground: identities on (the catalog keeps the
+ * document), a general-purpose bucket (a table's warehouse is governed by its
+ * table's policies), the caller of the bucket owner's account (AWS: 405 for
+ * another account's identity the policies let through), the bucket there.
+ * False: answered. */
+static bool policy_preamble(s3req_t *r, const char *action, char *arn, size_t arnlen)
+{
+    fl_http_set_op(r->c, action);
+    size_t bl = strlen(r->bucket);
+    if (!r->cfg->iam || (bl > 10 && !strcmp(r->bucket + bl - 10, "--table-s3"))) {
+        s3_error(r, 501, "NotImplemented",
+                 r->cfg->iam ? "A table's warehouse bucket is governed by its table's and table bucket's policies."
+                             : "Bucket policies need identities (the catalog) to be on.");
+        return false;
+    }
+    if (!may(r, action, !strcmp(action, "PutBucketPolicy") || !strcmp(action, "DeleteBucketPolicy"), r->bucket,
+             NULL, 0)) {
+        fl_http_set_op(r->c, "AccessDenied");
+        return false;
+    }
+    if (r->have_who && strcmp(r->who.account, fl_iam_root_account(r->cfg->iam))) {
+        s3_error(r, 405, "MethodNotAllowed", "Only identities of the bucket owner's account may use its policy.");
+        return false;
+    }
+    fl_bucket_info_t bi;
+    fl_err_t e = fl_store_bucket_head(r->cfg->store, r->bucket, &bi);
+    if (e) {
+        s3_error_from(r, e);
+        return false;
+    }
+    snprintf(arn, arnlen, "arn:aws:s3:::%s", r->bucket);
+    return true;
+}
+
+static void op_put_bucket_policy(s3req_t *r)
+{
+    char arn[FL_ARN_MAX], err[256];
+    fl_buf_t mem;
+    fl_buf_init(&mem, 0);
+    json_t *doc = NULL;
+    fl_policy_t *p = NULL;
+    if (!policy_preamble(r, "PutBucketPolicy", arn, sizeof arn)) goto out;
+    if (r->req->content_length > FL_S3_MAX_BUCKET_POLICY) {
+        s3_error(r, 400, "MalformedPolicy", "Policies must be less than 20 KB.");
+        goto out;
+    }
+    if (r->req->content_length < 0 && !r->req->chunked && !hhas(r, "x-amz-decoded-content-length")) {
+        s3_error(r, 411, "MissingContentLength", NULL);
+        goto out;
+    }
+    intake_t in = { .mem = &mem, .max = FL_S3_MAX_BUCKET_POLICY };
+    if (!intake_body(r, &in)) goto out;
+    json_error_t je;
+    doc = mem.len ? json_loadb(mem.ptr, mem.len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!doc || !json_is_object(doc)) {
+        s3_error(r, 400, "MalformedPolicy", mem.len ? "Policies must be valid JSON and the first byte must be '{'"
+                                                    : "Policies must not be empty.");
+        goto out;
+    }
+    p = fl_policy_parse(mem.ptr, mem.len, FL_POLICY_RESOURCE, err, sizeof err);
+    if (!p) {
+        s3_error(r, 400, "MalformedPolicy", err);
+        goto out;
+    }
+    if (!policy_resources_ok(r->bucket, doc)) {
+        s3_error(r, 400, "MalformedPolicy", "Policy has invalid resource");
+        goto out;
+    }
+    fl_iam_write_begin(r->cfg->iam);
+    char *text = fl_strndup(mem.ptr, mem.len);
+    fl_err_t e = fl_catalog_doc_put(fl_iam_catalog(r->cfg->iam), arn, "policy", text);
+    free(text);
+    fl_iam_write_end(r->cfg->iam);
+    if (e) {
+        s3_error(r, 500, "InternalError", NULL);
+        goto out;
+    }
+    send_empty(r, 204);
+out:
+    fl_policy_free(p);
+    json_decref(doc);
+    fl_buf_free(&mem);
+}
+
+static void op_get_bucket_policy(s3req_t *r, bool status)
+{
+    char arn[FL_ARN_MAX], *text = NULL;
+    json_t *doc = NULL;
+    if (!policy_preamble(r, status ? "GetBucketPolicyStatus" : "GetBucketPolicy", arn, sizeof arn)) goto out;
+    fl_err_t e = fl_catalog_doc_get(fl_iam_catalog(r->cfg->iam), arn, "policy", &text);
+    if (e) {
+        s3_error(r, e == FL_ERR_NOT_FOUND ? 404 : 500, e == FL_ERR_NOT_FOUND ? "NoSuchBucketPolicy" : "InternalError",
+                 NULL);
+        goto out;
+    }
+    if (!status) {
+        r->responded = true;
+        fl_http_resp_status(r->c, 200);
+        fl_http_resp_header(r->c, "Content-Type", "application/json");
+        fl_http_resp_send(r->c, text, strlen(text));
+        goto out;
+    }
+    doc = json_loads(text, 0, NULL);
+    fl_buf_t b;
+    fl_buf_init(&b, 0);
+    xml_open(r, &b, "PolicyStatus", false);
+    fl_buf_printf(&b, "<IsPublic>%s</IsPublic></PolicyStatus>", doc && policy_is_public(doc) ? "true" : "false");
+    send_xml(r, 200, &b);
+out:
+    json_decref(doc);
+    free(text);
+}
+
+static void op_delete_bucket_policy(s3req_t *r)
+{
+    char arn[FL_ARN_MAX];
+    if (!policy_preamble(r, "DeleteBucketPolicy", arn, sizeof arn)) return;
+    fl_iam_write_begin(r->cfg->iam);
+    fl_err_t e = fl_catalog_doc_delete(fl_iam_catalog(r->cfg->iam), arn, "policy");
+    fl_iam_write_end(r->cfg->iam);
+    if (e && e != FL_ERR_NOT_FOUND) return s3_error(r, 500, "InternalError", NULL);
+    send_empty(r, 204);
 }
 
 /* Encodes a key for a listing: as-is, or percent-encoded with encoding-type=url. */
@@ -1285,6 +1497,39 @@ static void echo_checksum(s3req_t *r, const intake_t *in)
     if (in->want_crc64) fl_http_resp_headerf(r->c, CRC64_HDR, "%llu", (unsigned long long)in->crc64);
 }
 
+/* Whether a PutObject or UploadPart body may stream to a remote store as it
+ * arrives (fl_blob_w_open_stream) instead of being spooled: a plain body of
+ * known length (neither aws-chunked nor HTTP-chunked), within max. The store's
+ * writer holds back the last byte until the body has been verified (payload
+ * hash, Content-MD5, x-amz-checksum-*), so a body that fails leaves nothing.
+ * For an object (hdrs non-NULL) its stored headers must be known before the
+ * body: OSS's computed CRC-64 and a checksum computed from a bare
+ * x-amz-sdk-checksum-algorithm are not, so those spool; a client's
+ * x-amz-checksum-* value is added to hdrs (it is what the verified body has). */
+static bool can_stream(s3req_t *r, int64_t max, fl_buf_t *hdrs)
+{
+    if (!fl_store_is_remote(r->cfg->store) || OSS(r) || r->req->chunked || r->req->content_length < 1 ||
+        r->req->content_length > max)
+        return false;
+    if (r->signed_req && r->auth.payload_mode >= FL_PAYLOAD_STREAMING_SIGNED) return false;
+    char sha[80];
+    if (hget(r, "x-amz-content-sha256", sha, sizeof sha) && !strncmp(sha, "STREAMING-", 10)) return false;
+    if (hhas(r, "x-amz-trailer") || hhas(r, "x-amz-decoded-content-length")) return false;
+    if (!hdrs) return true;
+    const fl_http_header_t *ck = NULL;
+    for (size_t i = 0; i < r->req->nheaders; i++) {
+        const fl_http_header_t *h = &r->req->headers[i];
+        if (fl_cksum_alg_from_header(h->name, h->name_len) == FL_CK_NONE) continue;
+        if (ck || h->value_len >= 64) return false; /* intake_checksums refuses it */
+        ck = h;
+    }
+    if (!ck && hhas(r, "x-amz-sdk-checksum-algorithm")) return false;
+    if (ck)
+        fl_buf_printf(hdrs, "%s: %.*s\n", fl_cksum_header(fl_cksum_alg_from_header(ck->name, ck->name_len)),
+                      (int)ck->value_len, ck->value);
+    return true;
+}
+
 static void op_put_object(s3req_t *r)
 {
     fl_http_set_op(r->c, "PutObject");
@@ -1298,13 +1543,16 @@ static void op_put_object(s3req_t *r)
         goto out;
     }
     if (!write_conditions(r, &cond, ifm, sizeof ifm)) goto out;
-    fl_err_t e = fl_blob_w_open(r->cfg->store, &in.w);
+    bool stream = can_stream(r, in.max, &hdrs);
+    fl_err_t e = stream ? fl_blob_w_open_stream(r->cfg->store, r->bucket, r->key, r->keylen, r->req->content_length,
+                                                hdrs.ptr, &cond, NULL, 0, &in.w)
+                        : fl_blob_w_open(r->cfg->store, &in.w);
     if (e) {
         s3_error_from(r, e);
         goto out;
     }
     if (!intake_body(r, &in)) goto out;
-    add_checksum_header(&hdrs, &in);
+    if (!stream) add_checksum_header(&hdrs, &in); /* streamed: the client's, sent at open */
     fl_obj_meta_t meta = { .size = in.size, .headers = hdrs.ptr };
     memcpy(meta.etag, in.etag, sizeof meta.etag);
     e = fl_store_put(r->cfg->store, in.w, r->bucket, r->key, r->keylen, &meta, &cond);
@@ -1755,7 +2003,10 @@ static void op_upload_part(s3req_t *r)
         s3_error_from(r, e);
         goto out;
     }
-    e = fl_blob_w_open(r->cfg->store, &in.w);
+    e = can_stream(r, in.max, NULL)
+            ? fl_blob_w_open_stream(r->cfg->store, r->bucket, r->key, r->keylen, r->req->content_length, NULL, NULL,
+                                    qget(r, "uploadId"), num, &in.w)
+            : fl_blob_w_open(r->cfg->store, &in.w);
     if (e) {
         s3_error_from(r, e);
         goto out;
@@ -2082,11 +2333,14 @@ static void route(s3req_t *r)
         if (HEAD) return run(r, "ListBucket", false, op_head_bucket);
         if (DEL && r->q.n == 0) return run(r, "DeleteBucket", true, op_delete_bucket);
         if (POST && qhas(r, "delete")) return op_delete_objects(r); /* each key is checked */
+        if (qhas(r, "policy") && (GET || PUT || DEL)) /* checked inside (the owner's root may always) */
+            return GET ? op_get_bucket_policy(r, false) : PUT ? op_put_bucket_policy(r) : op_delete_bucket_policy(r);
+        if (GET && qhas(r, "policyStatus")) return op_get_bucket_policy(r, true);
         if (GET) {
             if (qhas(r, "location")) return run(r, "GetBucketLocation", false, op_bucket_location);
             if (qhas(r, "versioning")) return run(r, "GetBucketVersioning", false, op_bucket_versioning);
             if (qhas(r, "uploads")) return run(r, "ListBucketMultipartUploads", false, op_list_uploads);
-            static const char *const unsupported[] = { "acl", "policy", "lifecycle", "cors", "tagging",
+            static const char *const unsupported[] = { "acl", "lifecycle", "cors", "tagging",
                 "website", "logging", "notification", "replication", "encryption", "versions",
                 "object-lock", "ownershipControls", "publicAccessBlock", "accelerate", "requestPayment", NULL };
             for (int i = 0; unsupported[i]; i++)

@@ -874,7 +874,7 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
         out->reason = "action not allowed across accounts";
         return;
     }
-    if (!cross && in->principal_is_root) {
+    if (!cross && in->principal_is_root && !in->session && !in->root_bound_by_resource_deny) {
         out->allowed = true;
         out->reason = "account root";
         return;
@@ -911,7 +911,9 @@ void fl_authz_decide(const fl_authz_in_t *in, fl_authz_out_t *out)
     }
     bool id_ok = id_allow && sess_allow;
     if (!cross) {
-        if (id_ok) *out = (fl_authz_out_t){ true, "identity allow", id_sid, "identity" };
+        if (id_ok && in->principal_is_root && !in->session)
+            *out = (fl_authz_out_t){ true, "account root", "", "" };
+        else if (id_ok) *out = (fl_authz_out_t){ true, "identity allow", id_sid, "identity" };
         else if (res_allow) *out = (fl_authz_out_t){ true, "resource allow", res_sid, "resource" };
         else if (id_allow && !sess_allow) out->reason = "outside the session policy";
         return;

@@ -4,7 +4,11 @@
  *
  *   1. an action the source document marks as never cross-account, asked by a
  *      principal of another account than the resource's: denied;
- *   2. the owning account's root: allowed (it keeps full access to its account);
+ *   2. the owning account's root: allowed (it keeps full access to its account),
+ *      unless it acts under a session policy (credentials vended for a root):
+ *      then what that policy allows; or unless the question says a resource
+ *      policy's Deny binds the root too (S3 bucket policies, as AWS: there a
+ *      matching Deny refuses the root, and only the root is allowed otherwise);
  *   3. any matching Deny in any policy: denied (explicit deny wins);
  *   4. same account: allowed if an identity policy (within the session policy,
  *      if any) or a resource policy allows;
@@ -87,6 +91,7 @@ typedef struct fl_authz_in {
     const fl_policy_t *session;             /* AssumeRole session policy, or NULL */
     const fl_policy_t *const *resource;     /* bucket policy, table policy, ... (NULLs skipped) */
     size_t nresource;
+    bool root_bound_by_resource_deny;       /* S3 bucket policies: rule 2 after rule 3 for the resource policies */
 } fl_authz_in_t;
 
 typedef struct fl_authz_out {

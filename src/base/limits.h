@@ -38,6 +38,7 @@
 #define FL_S3_MAX_PARTS            10000
 #define FL_S3_MAX_KEY_BYTES        1024
 #define FL_S3_MAX_XML_BODY         (2 * 1024 * 1024) /* DeleteObjects, Complete */
+#define FL_S3_MAX_BUCKET_POLICY    20480             /* an S3 bucket policy document (AWS: 20 KB) */
 #define FL_S3_MAX_DELETE_KEYS      1000
 #define FL_S3_MAX_LIST_KEYS        1000
 #define FL_STORE_MAX_FWD_HEADERS   256               /* an object's headers forwarded to a remote store */
@@ -99,6 +100,12 @@
 #define FL_IAM_SESSION_DEFAULT_S   3600
 #define FL_IAM_SESSION_MAX_S       43200
 #define FL_IAM_SESSION_POLICY_MAX  2048    /* AssumeRole's inline session Policy (AWS's packed cap) */
+#define FL_STORE_STREAM_PIPE       (1024 * 1024) /* pipe between a client's body and a streamed PUT to a
+                                                  * remote store: what one such PUT buffers */
+#define FL_IAM_VENDED_TTL_S        3600    /* lifetime of credentials the REST catalog vends for one table
+                                            * (X-Iceberg-Access-Delegation: vended-credentials) */
+#define FL_IAM_VENDED_CACHE        256     /* vended credentials a node keeps to hand out again while
+                                            * more than half their lifetime is left (direct-mapped) */
 #define FL_IAM_CACHE_TTL_MS        1000    /* keys, parsed policies, table lookups cached per node this long
                                             * (a change through this node's API invalidates at once) */
 #define FL_IAM_CACHE_SLOTS         1024    /* entries of that cache (direct-mapped) */
@@ -116,8 +123,12 @@
 #define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */
 #define FL_SINK_MAX_SCHEMA_BYTES   (1024 * 1024)      /* one schema registry answer */
 #define FL_SINK_MAX_SCHEMAS        4096               /* schema ids cached (Avro input) */
+#define FL_SINK_MAX_UNKNOWN_SCHEMAS 256               /* schema ids the registry does not have, remembered */
+#define FL_SINK_UNKNOWN_SCHEMA_TTL_MS 60000           /* ... for this long before it is asked again */
 #define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 #define FL_SINK_RETRY_MAX_MS       5000               /* longest wait between attempts while the catalog is down */
+#define FL_SINK_TX_ATTEMPTS        16                 /* a multi-table transaction refused (409) and re-based, at most */
+#define FL_SINK_SEEK_ATTEMPTS      5                  /* a rewind's seek of a partition tried, at most, before the sink stops */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

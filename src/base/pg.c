@@ -1,12 +1,16 @@
 /* The one PostgreSQL layer (see pg.h). */
 #include "base/pg.h"
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "base/log.h"
 #include "base/mem.h"
 #include "base/time.h"
@@ -31,7 +35,10 @@ struct fl_pg {
     int total;
     int max;
     char setup[256];      /* SET ... run on every new connection */
+    atomic_uint_fast64_t n_rt, n_prep, n_tx, n_conn;   /* fl_pg_stats */
 };
+
+#define COUNT(p, f) atomic_fetch_add_explicit(&(p)->f, 1, memory_order_relaxed)
 
 void fl_pg_arg_str(fl_pg_args_t *a, int i, const char *s)
 {
@@ -114,6 +121,7 @@ static PGconn *connect_one(fl_pg_t *p, bool quiet)
     const char *kw[] = { "connect_timeout", "application_name", "keepalives_idle", "keepalives_interval",
                          "keepalives_count", "tcp_user_timeout", "client_encoding", "dbname", NULL };
     const char *vals[] = { "5", "floe", "10", "3", "3", "20000", "UTF8", p->url, NULL };
+    COUNT(p, n_conn);
     PGconn *pc = PQconnectdbParams(kw, vals, 1);
     if (!pc || PQstatus(pc) != CONNECTION_OK) {
         if (!quiet) fl_error("%s: cannot connect to PostgreSQL: %s", p->label, pc ? PQerrorMessage(pc) : "out of memory");
@@ -144,6 +152,7 @@ static bool reconnect(fl_pg_conn_t *k)
     PQfinish(k->pc);
     k->pc = connect_one(k->owner, false);
     k->in_tx = false;
+    k->begin_pending = false;
     memset(k->prepared, 0, (size_t)k->owner->cfg.n_statements * sizeof *k->prepared);
     return k->pc != NULL;
 }
@@ -172,6 +181,7 @@ static void conn_free(fl_pg_conn_t *k)
 static fl_err_t command(fl_pg_conn_t *k, const char *sql, const char *what, PGresult **keep)
 {
     conn_clear(k);
+    COUNT(k->owner, n_rt);
     PGresult *r = PQexec(k->pc, sql);
     ExecStatusType s = PQresultStatus(r);
     fl_err_t err = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK ? FL_OK : res_err(k, r, what);
@@ -322,29 +332,27 @@ void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k)
     if (!k) return;
     if (k->in_tx) fl_pg_end(k, FL_ERR_INVALID);
     conn_clear(k);
+    bool broken = !k->pc || PQstatus(k->pc) != CONNECTION_OK || PQtransactionStatus(k->pc) != PQTRANS_IDLE;
     pthread_mutex_lock(&p->mu);
-    if (!k->pc || PQstatus(k->pc) != CONNECTION_OK || PQtransactionStatus(k->pc) != PQTRANS_IDLE) {
+    if (broken) {
         p->total--;
-        conn_free(k);
     } else {
         k->next = p->idle;
         p->idle = k;
     }
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    if (broken) conn_free(k);   /* PQfinish talks to the server: not under the pool's lock */
 }
 
 fl_err_t fl_pg_begin(fl_pg_conn_t *k)
 {
-    PGresult *r = NULL;
     if (!k->pc && !reconnect(k)) return FL_ERR_INTERNAL;
-    fl_err_t err = command(k, "BEGIN; SELECT txid_current()", "begin", &r);
-    if (err == FL_ERR_INTERNAL && reconnect(k)) /* a connection cut while idle: nothing was sent */
-        err = command(k, "BEGIN; SELECT txid_current()", "begin", &r);
-    if (err) return err;
-    k->xid = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
-    PQclear(r);
+    /* sent with the transaction's first statement (exec_first) */
+    COUNT(k->owner, n_tx);
+    k->xid = 0;
     k->in_tx = true;
+    k->begin_pending = true;
     return FL_OK;
 }
 
@@ -386,11 +394,16 @@ fl_err_t fl_pg_end(fl_pg_conn_t *k, fl_err_t err)
     k->commit_lost = false;
     if (!k->in_tx) return err;
     k->in_tx = false;
+    if (k->begin_pending) {   /* no statement ran: nothing was sent, nothing to commit */
+        k->begin_pending = false;
+        return err;
+    }
     if (err) {
         if (PQstatus(k->pc) == CONNECTION_OK) command(k, "ROLLBACK", "rollback", NULL);
         return err;
     }
     conn_clear(k);
+    COUNT(k->owner, n_rt);
     PGresult *r = PQexec(k->pc, "COMMIT");
     ExecStatusType s = PQresultStatus(r);
     if (s == PGRES_COMMAND_OK && !strcmp(PQcmdStatus(r), "COMMIT")) err = FL_OK;
@@ -411,6 +424,8 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     conn_clear(k);
     PGresult *r;
     if (!k->prepared[st]) {
+        COUNT(p, n_rt);
+        COUNT(p, n_prep);
         r = PQprepare(k->pc, s->name, s->sql, s->nparams, s->types);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             fl_err_t e = res_err(k, r, what);
@@ -422,6 +437,7 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     }
     const char *vals[FL_PG_MAX_ARGS];
     for (int i = 0; i < s->nparams; i++) vals[i] = a ? a->v[i] : NULL;
+    COUNT(p, n_rt);
     r = PQexecPrepared(k->pc, s->name, s->nparams, vals, NULL, NULL, 0);
     ExecStatusType rs = PQresultStatus(r);
     if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
@@ -436,12 +452,79 @@ static fl_err_t exec_once(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const 
     return FL_OK;
 }
 
+/* A transaction's first statement: BEGIN, txid_current() and the statement
+ * (prepared first if need be) in one round trip, as one pipeline. */
+static fl_err_t exec_first(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const char *what)
+{
+    fl_pg_t *p = k->owner;
+    pg_stmt_t *s = &p->st[st];
+    conn_clear(k);
+    k->begin_pending = false;
+    bool prep = !k->prepared[st];
+    const char *vals[FL_PG_MAX_ARGS];
+    for (int i = 0; i < s->nparams; i++) vals[i] = a ? a->v[i] : NULL;
+    COUNT(p, n_rt);
+    if (prep) COUNT(p, n_prep);
+    if (!PQenterPipelineMode(k->pc)) return res_err(k, NULL, what);
+    bool sent = (!prep || PQsendPrepare(k->pc, s->name, s->sql, s->nparams, s->types)) &&
+                PQsendQueryParams(k->pc, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) &&
+                PQsendQueryParams(k->pc, "SELECT txid_current()", 0, NULL, NULL, NULL, NULL, 0) &&
+                PQsendQueryPrepared(k->pc, s->name, s->nparams, vals, NULL, NULL, 0) && PQpipelineSync(k->pc);
+    if (!sent) return res_err(k, NULL, what);
+    /* each query's results end with a NULL; then the sync point */
+    fl_err_t err = FL_OK;
+    int nq = prep ? 4 : 3;
+    for (int q = 0; q < nq; q++) {
+        PGresult *r = PQgetResult(k->pc);
+        if (!r) {                                  /* the connection broke */
+            if (!err) err = res_err(k, NULL, what);
+            return err;
+        }
+        ExecStatusType rs = PQresultStatus(r);
+        if (rs != PGRES_COMMAND_OK && rs != PGRES_TUPLES_OK) {
+            if (!err && rs != PGRES_PIPELINE_ABORTED) err = res_err(k, r, what);
+        } else if (q == nq - 2) {
+            k->xid = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+        } else if (q == nq - 1 && !err) {
+            k->res = r;
+            k->nrows = PQntuples(r);
+            const char *ch = PQcmdTuples(r);
+            k->changes = ch && *ch ? strtoll(ch, NULL, 10) : 0;
+            r = NULL;
+        } else if (q == 0 && prep) {
+            k->prepared[st] = true;
+        }
+        PQclear(r);
+        if (PQstatus(k->pc) != CONNECTION_OK) return err ? err : res_err(k, NULL, what);
+        while ((r = PQgetResult(k->pc))) PQclear(r);
+    }
+    PGresult *r = PQgetResult(k->pc);
+    bool synced = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+    PQclear(r);
+    if (!synced || !PQexitPipelineMode(k->pc)) {
+        if (!err) err = res_err(k, NULL, what);
+        return err;
+    }
+    if (err) conn_clear(k);
+    return err;
+}
+
 fl_err_t fl_pg_exec(fl_pg_conn_t *k, int st, const fl_pg_args_t *a, const char *what)
 {
     if (!k->pc && !reconnect(k)) return FL_ERR_INTERNAL;
-    fl_err_t err = exec_once(k, st, a, what);
-    /* outside a transaction a statement on a cut connection never ran: once more */
-    if (err == FL_ERR_INTERNAL && !k->in_tx && reconnect(k)) err = exec_once(k, st, a, what);
+    bool first = k->begin_pending;
+    fl_err_t err = first ? exec_first(k, st, a, what) : exec_once(k, st, a, what);
+    /* outside a transaction, or as a transaction's first statement, a statement on a
+     * cut connection changed nothing (an open transaction dies with its connection):
+     * once more */
+    if (err == FL_ERR_INTERNAL && (first || !k->in_tx) && reconnect(k)) {
+        if (first) {
+            k->in_tx = true;
+            err = exec_first(k, st, a, what);
+        } else {
+            err = exec_once(k, st, a, what);
+        }
+    }
     return err;
 }
 
@@ -471,6 +554,14 @@ char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c)
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c)
 {
     return strtoll(fl_pg_col(k, r, c), NULL, 10);
+}
+
+void fl_pg_stats(fl_pg_t *p, fl_pg_stats_t *out)
+{
+    out->round_trips = atomic_load_explicit(&p->n_rt, memory_order_relaxed);
+    out->prepares = atomic_load_explicit(&p->n_prep, memory_order_relaxed);
+    out->transactions = atomic_load_explicit(&p->n_tx, memory_order_relaxed);
+    out->connects = atomic_load_explicit(&p->n_conn, memory_order_relaxed);
 }
 
 bool fl_pg_ping(fl_pg_t *p)
@@ -523,4 +614,127 @@ char *fl_pg_successor(const char *prefix)
     for (n = 0; n <= FL_PG_HI_MAX; n += 4) memcpy(s + n, "\xf4\x8f\xbf\xbf", 4);
     s[n] = 0;
     return s;
+}
+
+/* ---- change notifications ---- */
+
+static bool channel_ok(const char *ch)
+{
+    size_t n = ch ? strlen(ch) : 0;
+    if (n == 0 || n > 48) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((ch[i] >= 'a' && ch[i] <= 'z') || ch[i] == '_')) return false;
+    return true;
+}
+
+fl_err_t fl_pg_notify(fl_pg_t *p, const char *channel)
+{
+    if (!channel_ok(channel)) return FL_ERR_INVALID;
+    char sql[64];
+    snprintf(sql, sizeof sql, "NOTIFY %s", channel);
+    fl_pg_conn_t *k = fl_pg_get(p);
+    if (!k) return FL_ERR_INTERNAL;
+    fl_err_t err = command(k, sql, "notify", NULL);
+    if (err == FL_ERR_INTERNAL && reconnect(k)) err = command(k, sql, "notify", NULL);
+    fl_pg_put(p, k);
+    return err;
+}
+
+struct fl_pg_listener {
+    fl_pg_t *p;
+    char sql[64];                      /* LISTEN channel */
+    void (*fn)(void *ud);
+    void *ud;
+    int wake[2];                       /* fl_pg_unlisten writes a byte */
+    pthread_t th;
+};
+
+/* A new listening connection, or NULL (quiet: the caller retries). */
+static PGconn *listen_connect(fl_pg_listener_t *l)
+{
+    PGconn *pc = connect_one(l->p, true);
+    if (!pc) return NULL;
+    PGresult *r = PQexec(pc, l->sql);
+    bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) { PQfinish(pc); return NULL; }
+    return pc;
+}
+
+/* Waits up to ms for the socket fd (or -1) to be readable or the wake pipe;
+ * false when woken to stop. */
+static bool listen_wait(fl_pg_listener_t *l, int fd, int ms)
+{
+    struct pollfd f[2] = { { .fd = l->wake[0], .events = POLLIN }, { .fd = fd, .events = POLLIN } };
+    int n = poll(f, fd >= 0 ? 2 : 1, ms);
+    return !(n > 0 && (f[0].revents & POLLIN));
+}
+
+static void *listen_main(void *arg)
+{
+    fl_pg_listener_t *l = arg;
+    PGconn *pc = NULL;
+    int backoff = 100;
+    bool up = true;
+    for (;;) {
+        if (!pc) {
+            pc = listen_connect(l);
+            if (!pc) {
+                if (up) fl_warn("%s: change notifications lost (cannot LISTEN); retrying", l->p->label);
+                up = false;
+                if (!listen_wait(l, -1, backoff)) break;
+                backoff = backoff * 2 > FL_PG_LISTEN_BACKOFF_MS ? FL_PG_LISTEN_BACKOFF_MS : backoff * 2;
+                continue;
+            }
+            if (!up) fl_info("%s: change notifications back", l->p->label);
+            up = true;
+            backoff = 100;
+            l->fn(l->ud);               /* what was sent while down is lost: "changed" */
+        }
+        if (!listen_wait(l, PQsocket(pc), 1000)) break;
+        if (!PQconsumeInput(pc) || PQstatus(pc) != CONNECTION_OK) {
+            PQfinish(pc);
+            pc = NULL;
+            continue;
+        }
+        bool any = false;
+        for (PGnotify *n; (n = PQnotifies(pc)) != NULL; PQfreemem(n)) any = true;
+        if (any) l->fn(l->ud);
+    }
+    PQfinish(pc);
+    return NULL;
+}
+
+fl_pg_listener_t *fl_pg_listen(fl_pg_t *p, const char *channel, void (*fn)(void *ud), void *ud)
+{
+    if (!channel_ok(channel)) return NULL;
+    fl_pg_listener_t *l = fl_calloc(1, sizeof *l);
+    l->p = p;
+    l->fn = fn;
+    l->ud = ud;
+    snprintf(l->sql, sizeof l->sql, "LISTEN %s", channel);
+    if (pipe2(l->wake, O_CLOEXEC) != 0) {
+        fl_error("%s: listener: pipe: %s", p->label, strerror(errno));
+        free(l);
+        return NULL;
+    }
+    if (pthread_create(&l->th, NULL, listen_main, l) != 0) {
+        fl_error("%s: listener: cannot start its thread", p->label);
+        close(l->wake[0]);
+        close(l->wake[1]);
+        free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void fl_pg_unlisten(fl_pg_listener_t *l)
+{
+    if (!l) return;
+    ssize_t w;
+    do w = write(l->wake[1], "x", 1); while (w < 0 && errno == EINTR);
+    pthread_join(l->th, NULL);
+    close(l->wake[0]);
+    close(l->wake[1]);
+    free(l);
 }

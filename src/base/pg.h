@@ -52,6 +52,7 @@
 #define FL_PG_IDLE_TX_TIMEOUT_MS 60000
 #define FL_PG_RESOLVE_MS 15000        /* how long a lost COMMIT's outcome is sought */
 #define FL_PG_MAX_ARGS 20
+#define FL_PG_LISTEN_BACKOFF_MS 5000  /* a lost listener connection is retried at most this far apart */
 
 typedef struct fl_pg_cfg {
     const char *label;                 /* "catalog": prefix of log lines, schema version key */
@@ -71,6 +72,7 @@ typedef struct fl_pg_conn {
     PGconn *pc;
     bool *prepared;                    /* per statement */
     bool in_tx;
+    bool begin_pending;                /* fl_pg_begin's BEGIN goes with the first statement */
     int64_t xid;                       /* the open transaction's id (txid_current) */
     bool commit_lost;                  /* fl_pg_end: the connection died during COMMIT (the
                                           result is txid_status's; a caller that can check its
@@ -102,7 +104,11 @@ fl_pg_conn_t *fl_pg_get(fl_pg_t *p);
  * a broken connection closed. */
 void fl_pg_put(fl_pg_t *p, fl_pg_conn_t *k);
 
-/* BEGIN (READ COMMITTED) and note the transaction id. */
+/* BEGIN (READ COMMITTED) and note the transaction id. Both are sent with the
+ * transaction's first statement, in the same round trip (a pipeline), so a
+ * write costs one round trip for its statements plus one for COMMIT; an
+ * unreachable database shows there (FL_ERR_INTERNAL). A transaction that ran
+ * no statement sends nothing. */
 fl_err_t fl_pg_begin(fl_pg_conn_t *k);
 /* Commits when err is FL_OK, else rolls back; returns the outcome. A
  * connection lost while COMMIT was in flight is resolved with txid_status
@@ -124,6 +130,34 @@ const char *fl_pg_col(const fl_pg_conn_t *k, int r, int c);
 void fl_pg_col_copy(const fl_pg_conn_t *k, int r, int c, char *out, size_t n);
 char *fl_pg_col_strdup(const fl_pg_conn_t *k, int r, int c);
 int64_t fl_pg_col_i64(const fl_pg_conn_t *k, int r, int c);
+
+/* Change notifications between processes on one database (LISTEN/NOTIFY).
+ * channel: a lower-case identifier ([a-z_], at most 48 bytes), the caller's
+ * constant. fl_pg_notify sends one notification (outside any transaction: a
+ * caller notifies after its write committed); FL_ERR_INVALID for a bad
+ * channel, else as fl_pg_exec. Any thread. */
+fl_err_t fl_pg_notify(fl_pg_t *p, const char *channel);
+/* Calls fn(ud) on a thread of its own whenever a notification on channel
+ * arrives (several at once may give one call), and also whenever its own
+ * connection was (re)made: notifications sent while it was down are lost, so
+ * a listener must treat that as "changed". The listener keeps a connection of
+ * its own beside the pool and reconnects with backoff up to
+ * FL_PG_LISTEN_BACKOFF_MS. NULL for a bad channel or when no thread could be
+ * started (logged). fl_pg_unlisten stops and frees it (joins the thread; fn
+ * is not called after it returns); p must outlive it. */
+typedef struct fl_pg_listener fl_pg_listener_t;
+fl_pg_listener_t *fl_pg_listen(fl_pg_t *p, const char *channel, void (*fn)(void *ud), void *ud);
+void fl_pg_unlisten(fl_pg_listener_t *l);
+
+/* What this handle has cost the database since fl_pg_open (for /metrics and
+ * bench/nodes.py). Any thread; the counters are relaxed atomics. */
+typedef struct fl_pg_stats {
+    uint64_t round_trips;    /* requests that waited for the server's answer (connection set-up excluded) */
+    uint64_t prepares;       /* of which statement preparations (once per statement and connection) */
+    uint64_t transactions;   /* write transactions begun */
+    uint64_t connects;       /* connections opened (pool growth, reconnects, ping, COMMIT resolution) */
+} fl_pg_stats_t;
+void fl_pg_stats(fl_pg_t *p, fl_pg_stats_t *out);
 
 /* Whether the database answers a trivial query now (for /health). */
 bool fl_pg_ping(fl_pg_t *p);

@@ -46,6 +46,15 @@ typedef struct cslot {
     cval_t *v;
 } cslot_t;
 
+/* One vended credential kept to hand out again (fl_iam_vend): for the caller's
+ * key, the table and the mode it was made for. Plain secrets, wiped on reuse
+ * of the slot and at close. */
+typedef struct vslot {
+    char who[64];
+    char what[FL_ARN_MAX + 2 * 256 + 8];
+    fl_iam_vended_t v;
+} vslot_t;
+
 struct fl_iam {
     fl_catalog_t *cat;
     const fl_keys_t *root;
@@ -55,8 +64,11 @@ struct fl_iam {
     pthread_rwlock_t mu;      /* the slots: read-mostly */
     atomic_uint_fast64_t gen;
     atomic_int writers;       /* writes in flight on this node: nothing loaded meanwhile is kept */
+    fl_catalog_watch_t *watch; /* other nodes' IAM writes (PostgreSQL): each one empties the cache */
     atomic_uint_fast64_t hits, misses; /* cache_get's answers, for /metrics */
     cslot_t slots[FL_IAM_CACHE_SLOTS];
+    pthread_mutex_t vmu;      /* vended[] */
+    vslot_t vended[FL_IAM_VENDED_CACHE];
 };
 
 static void cval_put(cval_t *v)
@@ -162,6 +174,17 @@ void fl_iam_write_end(fl_iam_t *iam)
     if (!iam) return;
     atomic_fetch_add(&iam->gen, 1);
     atomic_fetch_sub(&iam->writers, 1);
+    /* the other nodes sharing the catalog drop their caches now, not at their TTL */
+    fl_err_t e = fl_catalog_signal(iam->cat, "iam");
+    if (e) fl_warn("iam: other nodes were not told of an IAM change (%s): they see it within %d ms",
+                   fl_err_str(e), FL_IAM_CACHE_TTL_MS);
+}
+
+/* fl_catalog_watch's callback (the store's thread): another node changed IAM. */
+static void changed_elsewhere(void *ud)
+{
+    fl_iam_t *iam = ud;
+    atomic_fetch_add(&iam->gen, 1);
 }
 
 /* /metrics: the cache's hits and misses (a miss reads the catalog store). */
@@ -234,6 +257,7 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *
     iam->cat = cat;
     iam->root = root;
     pthread_rwlock_init(&iam->mu, NULL);
+    pthread_mutex_init(&iam->vmu, NULL);
     fl_strlcpy(iam->account, account, sizeof iam->account);
     snprintf(iam->root_arn, sizeof iam->root_arn, "arn:aws:iam::%s:root", iam->account);
     if (!master_key(key_path, iam->key) || !master_key_matches(cat, iam->key, key_path)) {
@@ -242,6 +266,9 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *
         free(iam);
         return NULL;
     }
+    if (fl_catalog_watch(cat, "iam", changed_elsewhere, iam, &iam->watch))
+        fl_warn("iam: cannot watch other nodes' IAM changes: they reach this node within %d ms",
+                FL_IAM_CACHE_TTL_MS);
     fl_metrics_add_source(render_metrics, iam);
     return iam;
 }
@@ -249,12 +276,15 @@ fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *
 void fl_iam_close(fl_iam_t *iam)
 {
     if (!iam) return;
+    fl_catalog_unwatch(iam->cat, iam->watch);
     fl_metrics_remove_source(render_metrics, iam);
     for (size_t i = 0; i < FL_IAM_CACHE_SLOTS; i++) {
         cval_put(iam->slots[i].v);
         free(iam->slots[i].key);
     }
     pthread_rwlock_destroy(&iam->mu);
+    pthread_mutex_destroy(&iam->vmu);
+    OPENSSL_cleanse(iam->vended, sizeof iam->vended);
     OPENSSL_cleanse(iam->key, sizeof iam->key);
     free(iam);
 }
@@ -314,7 +344,7 @@ fl_err_t fl_iam_new_key(fl_iam_t *iam, const char *account, const char *kind, co
                         char *secret_out)
 {
     memset(k, 0, sizeof *k);
-    memcpy(k->akid, !strcmp(kind, "session") ? "FSIA" : "FKIA", 4);
+    memcpy(k->akid, !strcmp(kind, "session") || !strcmp(kind, "vended") ? "FSIA" : "FKIA", 4);
     random_str(k->akid + 4, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567");
     random_str(secret_out, 40, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
     fl_strlcpy(k->account, account, sizeof k->account);
@@ -367,6 +397,18 @@ static keyval_t *key_load(fl_iam_t *iam, const char *akid)
     } else if (!strcmp(k->kind, "session")) {
         snprintf(v->arn, sizeof v->arn, "arn:aws:sts::%s:assumed-role/%s/%s", k->account, k->name, k->session_name);
         snprintf(v->principal_arn, sizeof v->principal_arn, "arn:aws:iam::%s:role/%s", k->account, k->name);
+    } else if (!strcmp(k->kind, "vended")) { /* name: "root/", "user/NAME" or "role/NAME" */
+        const char *n = strchr(k->name, '/') ? strchr(k->name, '/') + 1 : "";
+        if (!strncmp(k->name, "role/", 5)) {
+            snprintf(v->arn, sizeof v->arn, "arn:aws:sts::%s:assumed-role/%s/%s", k->account, n, k->session_name);
+            snprintf(v->principal_arn, sizeof v->principal_arn, "arn:aws:iam::%s:role/%s", k->account, n);
+        } else {
+            if (!strncmp(k->name, "user/", 5))
+                snprintf(v->arn, sizeof v->arn, "arn:aws:iam::%s:user/%s", k->account, n);
+            else
+                snprintf(v->arn, sizeof v->arn, "arn:aws:iam::%s:root", k->account);
+            fl_strlcpy(v->principal_arn, v->arn, sizeof v->principal_arn);
+        }
     } else {
         snprintf(v->arn, sizeof v->arn, "arn:aws:iam::%s:user/%s", k->account, k->name);
         fl_strlcpy(v->principal_arn, v->arn, sizeof v->principal_arn);
@@ -382,7 +424,9 @@ bool fl_iam_lookup(void *ud, const char *akid, char *secret_out)
     if (fl_keys_lookup((void *)iam->root, akid, secret_out)) return true;
     keyval_t *v = key_load(iam, akid);
     if (!v) return false;
-    bool ok = !strcmp(v->k.status, "Active") && (!v->k.expires_ms || v->k.expires_ms > fl_now_ms());
+    /* an expired session still verifies, so that fl_iam_identify (which every
+     * caller of this lookup runs next) answers ExpiredToken, not an unknown key */
+    bool ok = !strcmp(v->k.status, "Active");
     if (ok) memcpy(secret_out, v->secret, strlen(v->secret) + 1);
     cval_put(&v->c);
     return ok;
@@ -422,7 +466,8 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
         snprintf(msg, 128, "The security token included in the request is expired");
         goto out;
     }
-    bool session = !strcmp(k->kind, "session");
+    bool vended = !strcmp(k->kind, "vended");
+    bool session = vended || !strcmp(k->kind, "session");
     if (session) {
         char h[65];
         if (!token || !*token) {
@@ -441,10 +486,23 @@ fl_err_t fl_iam_identify(fl_iam_t *iam, const char *akid, const char *token, fl_
     fl_strlcpy(who->account, k->account, sizeof who->account);
     fl_strlcpy(who->kind, k->kind, sizeof who->kind);
     fl_strlcpy(who->name, k->name, sizeof who->name);
+    if (vended) {
+        const char *slash = strchr(k->name, '/');
+        size_t kl = slash ? (size_t)(slash - k->name) : 0;
+        if (kl >= sizeof who->vended_for || !slash) kl = 0;
+        memcpy(who->vended_for, k->name, kl);
+        who->vended_for[kl] = 0;
+        fl_strlcpy(who->name, slash ? slash + 1 : "", sizeof who->name);
+        if (!kl) { /* not a name this file writes: deny everything */
+            snprintf(msg, 128, "The security token included in the request is invalid.");
+            goto out;
+        }
+    }
     fl_strlcpy(who->session_name, k->session_name, sizeof who->session_name);
     fl_strlcpy(who->arn, kv->arn, sizeof who->arn);
     fl_strlcpy(who->principal_arn, kv->principal_arn, sizeof who->principal_arn);
     who->root = !strcmp(k->kind, "root");
+    who->expires_ms = k->expires_ms;
     if (session && k->session_policy && *k->session_policy) who->session_policy = fl_strdup(k->session_policy);
     long long last = atomic_load(&kv->touched);
     if (now - last > TOUCH_EVERY_MS && atomic_compare_exchange_strong(&kv->touched, &last, now))
@@ -648,8 +706,8 @@ static void polset_load(fl_iam_t *iam, const fl_iam_who_t *who, const char *cons
                         polset_t *ps)
 {
     memset(ps, 0, sizeof *ps);
-    if (!who->root)
-        ps->id = identity_set(iam, who->account, !strcmp(who->kind, "session") ? "role" : who->kind, who->name);
+    const char *kind = who->vended_for[0] ? who->vended_for : !strcmp(who->kind, "session") ? "role" : who->kind;
+    if (!who->root && strcmp(kind, "root")) ps->id = identity_set(iam, who->account, kind, who->name);
     if (who->session_policy) ps->sess = session_set(iam, who);
     for (size_t i = 0; i < n && ps->nres < 3; i++)
         if (resource_arns[i] && resource_arns[i][0]) ps->res[ps->nres++] = resource_set(iam, resource_arns[i]);
@@ -665,11 +723,12 @@ static void polset_free(polset_t *ps)
 }
 
 static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy_ctx_t *ctx,
-                          const char *resource_account, fl_authz_out_t *out, char *sid, size_t sidlen)
+                          const char *resource_account, bool deny_binds_root, fl_authz_out_t *out, char *sid,
+                          size_t sidlen)
 {
     ctx->principal_arn = who->principal_arn;
     ctx->principal_account = who->account;
-    ctx->username = !strcmp(who->kind, "user") ? who->name : NULL;
+    ctx->username = !strcmp(who->kind, "user") || !strcmp(who->vended_for, "user") ? who->name : NULL;
     if (!ctx->now_ms) ctx->now_ms = fl_now_ms();
     const fl_policy_t *idp[64];
     const fl_policy_t *const *ids = ps->id ? (const fl_policy_t *const *)ps->id->p : NULL;
@@ -678,10 +737,13 @@ static void polset_decide(const polset_t *ps, const fl_iam_who_t *who, fl_policy
         size_t m = polval_for(ps->id, ctx->action, idp, 64);
         if (m != SIZE_MAX) ids = idp, nids = m;
     }
-    fl_authz_in_t in = { .ctx = ctx, .principal_is_root = who->root, .resource_account = resource_account,
+    /* vended for a root: all the root may, within the key's session policy */
+    bool root = who->root || !strcmp(who->vended_for, "root");
+    fl_authz_in_t in = { .ctx = ctx, .principal_is_root = root, .resource_account = resource_account,
                          .identity = ids, .nidentity = nids,
                          .session = ps->sess && ps->sess->n ? ps->sess->p[0] : NULL,
-                         .resource = ps->resp, .nresource = ps->nresp };
+                         .resource = ps->resp, .nresource = ps->nresp,
+                         .root_bound_by_resource_deny = deny_binds_root };
     fl_authz_decide(&in, out);
     /* out->sid is borrowed from a policy the caller releases: keep a copy */
     fl_strlcpy(sid, out->sid ? out->sid : "", sidlen);
@@ -698,7 +760,7 @@ void fl_iam_authorize(fl_iam_t *iam, const fl_iam_who_t *who, fl_policy_ctx_t *c
     fl_policy_t **extra = fl_calloc(n + 1, sizeof *extra);
     size_t ne = parse_all((char **)resource_policies, n, FL_POLICY_RESOURCE, extra);
     for (size_t i = 0; i < ne && ps.nresp < 8; i++) ps.resp[ps.nresp++] = extra[i];
-    polset_decide(&ps, who, ctx, resource_account, out, sid, sizeof sid);
+    polset_decide(&ps, who, ctx, resource_account, false, out, sid, sizeof sid);
     polset_free(&ps);
     for (size_t i = 0; i < ne; i++) fl_policy_free(extra[i]);
     free(extra);
@@ -742,8 +804,8 @@ void fl_iam_audit(const fl_iam_who_t *who, const char *decision, const char *act
     json_decref(j);
 }
 
-bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
-                  const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen)
+static bool check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
+                  const fl_iam_target_t *tg, const char *source_ip, bool quiet, char *msg, size_t msglen)
 {
     char res[FL_ARN_MAX + 16], sid[260], ip[64];
     const char *arns[2] = { NULL, NULL };
@@ -756,6 +818,7 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
         owner = tg->bucket->owner;
         arns[0] = tg->bucket->arn;
     }
+    else if (tg->policy_arn) arns[0] = tg->policy_arn;
     if (tg->table) arns[1] = tg->table->arn;
     polset_t ps;
     polset_load(iam, who, arns, 2, &ps);
@@ -767,9 +830,10 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
                                 .ns = tg->table ? tg->table->ns : tg->ns,
                                 .table_name = tg->table ? tg->table->name : tg->name };
         fl_authz_out_t o;
-        polset_decide(&ps, who, &ctx, owner ? owner : iam->account, &o, sid, sizeof sid);
+        polset_decide(&ps, who, &ctx, owner ? owner : iam->account, tg->deny_binds_root, &o, sid, sizeof sid);
         if (o.allowed) continue;
         ok = false;
+        if (quiet) break;
         fl_iam_audit(who, "deny", actions[i], res, &o, NULL);
         if (msg)
             snprintf(msg, msglen, "User: %s is not authorized to perform: %s on resource: %s (%s)", who->arn,
@@ -777,6 +841,18 @@ bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *act
     }
     polset_free(&ps);
     return ok;
+}
+
+bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
+                  const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen)
+{
+    return check(iam, who, actions, nactions, tg, source_ip, false, msg, msglen);
+}
+
+bool fl_iam_allows(fl_iam_t *iam, const fl_iam_who_t *who, const char *action, const fl_iam_target_t *tg,
+                   const char *source_ip)
+{
+    return check(iam, who, &action, 1, tg, source_ip, true, NULL, 0);
 }
 
 bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_principal_t *role, const char *source_ip,
@@ -798,7 +874,7 @@ bool fl_iam_may_assume(fl_iam_t *iam, const fl_iam_who_t *who, const fl_iam_prin
     /* the trust policy must allow, whoever asks (the account root included) */
     const char *tsid = "";
     fl_policy_effect_t te = trust ? fl_policy_eval(trust, &ctx, &tsid) : FL_POLICY_NONE;
-    if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, &o, sid, sizeof sid);
+    if (te == FL_POLICY_ALLOW) polset_decide(&ps, who, &ctx, role->account, false, &o, sid, sizeof sid);
     else if (te == FL_POLICY_DENY) o.reason = "explicit deny", o.where = "resource";
     polset_free(&ps);
     fl_policy_free(trust);
@@ -824,6 +900,82 @@ fl_err_t fl_iam_new_session(fl_iam_t *iam, const fl_iam_principal_t *role, const
     fl_catalog_key_prune(iam->cat, fl_now_ms());
     e = fl_catalog_key_create(iam->cat, k);
     k->session_policy = NULL;
+    return e;
+}
+
+/* The session policy of vended credentials: s3tables:GetTableData
+ * [+PutTableData] on one table, or on a bucket's tables named ns.name. */
+static char *vended_policy(const char *table_arn, const char *bucket_arn, const char *ns, const char *name,
+                           bool write)
+{
+    json_t *acts = json_pack(write ? "[s,s]" : "[s]", "s3tables:GetTableData", "s3tables:PutTableData");
+    json_t *st = json_pack("{s:s,s:s,s:o}", "Sid", "VendedTableData", "Effect", "Allow", "Action", acts);
+    if (table_arn) {
+        json_object_set_new(st, "Resource", json_string(table_arn));
+    } else {
+        char res[FL_ARN_MAX + 16];
+        snprintf(res, sizeof res, "%s/table/*", bucket_arn);
+        json_object_set_new(st, "Resource", json_string(res));
+        json_object_set_new(st, "Condition", json_pack("{s:{s:s,s:s}}", "StringEquals", "s3tables:namespace", ns,
+                                                       "s3tables:tableName", name));
+    }
+    json_t *doc = json_pack("{s:s,s:[o]}", "Version", "2012-10-17", "Statement", st);
+    char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+    json_decref(doc);
+    return text;
+}
+
+fl_err_t fl_iam_vend(fl_iam_t *iam, const fl_iam_who_t *who, const char *table_arn, const char *bucket_arn,
+                     const char *ns, const char *name, bool write, fl_iam_vended_t *out)
+{
+    char what[sizeof ((vslot_t *)0)->what], owner[160];
+    fl_iam_key_t k;
+    char *pol = NULL;
+    fl_err_t e = FL_ERR_INVALID;
+    memset(out, 0, sizeof *out);
+    if (!who || who->vended_for[0] || (!table_arn && (!bucket_arn || !ns || !name))) return FL_ERR_INVALID;
+    if (table_arn) snprintf(what, sizeof what, "%c %s", write ? 'w' : 'r', table_arn);
+    else snprintf(what, sizeof what, "%c %s/%s.%s", write ? 'w' : 'r', bucket_arn, ns, name);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = who->akid; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    for (const char *p = what; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    vslot_t *slot = &iam->vended[h % FL_IAM_VENDED_CACHE];
+    int64_t now = fl_now_ms();
+    pthread_mutex_lock(&iam->vmu);
+    bool hit = !strcmp(slot->who, who->akid) && !strcmp(slot->what, what) &&
+               slot->v.expires_ms - now > FL_IAM_VENDED_TTL_S * 1000 / 2;
+    if (hit) *out = slot->v;
+    pthread_mutex_unlock(&iam->vmu);
+    if (hit) return FL_OK;
+
+    if (who->root) snprintf(owner, sizeof owner, "root/");
+    else if (!strcmp(who->kind, "session")) snprintf(owner, sizeof owner, "role/%s", who->name);
+    else if (!strcmp(who->kind, "user")) snprintf(owner, sizeof owner, "user/%s", who->name);
+    else return FL_ERR_INVALID;
+    if (strlen(owner) >= sizeof k.name) return FL_ERR_INVALID;
+    if (!(pol = vended_policy(table_arn, bucket_arn, ns, name, write))) return FL_ERR_INTERNAL;
+    if ((e = fl_iam_new_key(iam, who->account, "vended", owner, &k, out->secret))) goto out;
+    random_str(out->token, 96, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+    fl_sha256_hex(out->token, strlen(out->token), k.token_hash);
+    k.expires_ms = now + (int64_t)FL_IAM_VENDED_TTL_S * 1000;
+    if (who->expires_ms && who->expires_ms < k.expires_ms) k.expires_ms = who->expires_ms;
+    fl_strlcpy(k.session_name, "iceberg-vended", sizeof k.session_name);
+    k.session_policy = pol;
+    fl_catalog_key_prune(iam->cat, now);
+    e = fl_catalog_key_create(iam->cat, &k);
+    k.session_policy = NULL;
+    if (e) goto out;
+    fl_strlcpy(out->akid, k.akid, sizeof out->akid);
+    out->expires_ms = k.expires_ms;
+    pthread_mutex_lock(&iam->vmu);
+    OPENSSL_cleanse(&slot->v, sizeof slot->v);
+    fl_strlcpy(slot->who, who->akid, sizeof slot->who);
+    fl_strlcpy(slot->what, what, sizeof slot->what);
+    slot->v = *out;
+    pthread_mutex_unlock(&iam->vmu);
+out:
+    free(pol);
+    if (e) OPENSSL_cleanse(out, sizeof *out);
     return e;
 }
 

@@ -29,20 +29,24 @@ typedef struct fl_iam fl_iam_t;
 fl_iam_t *fl_iam_open(fl_catalog_t *cat, const char *key_path, const fl_keys_t *root, const char *account);
 void fl_iam_close(fl_iam_t *iam);
 
-/* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active,
- * unexpired user or session key. Any thread. */
+/* fl_secret_lookup_fn over a fl_iam_t* (ud): the root key, or an Active
+ * user or session key, expired or not: the front doors that verify with it
+ * must call fl_iam_identify after, which refuses an expired session (with a
+ * message saying "expired", for ExpiredToken). Any thread. */
 bool fl_iam_lookup(void *ud, const char *akid, char *secret_out);
 
 /* The caller behind a verified access key. */
 typedef struct fl_iam_who {
     char akid[64];
     char account[40];
-    char kind[8];                 /* "root", "user", "session" */
-    char name[128];               /* user or role name */
+    char kind[8];                 /* "root", "user", "session", "vended" */
+    char name[128];               /* user or role name (vended: its owner's) */
+    char vended_for[8];           /* vended: the owner's kind, "root", "user" or "role"; else "" */
     char arn[FL_ARN_MAX];         /* GetCallerIdentity's Arn (assumed-role/R/S for sessions) */
     char principal_arn[FL_ARN_MAX]; /* aws:PrincipalArn: root, user or role ARN */
     char session_name[72];
     char *session_policy;         /* owned; NULL when none */
+    int64_t expires_ms;           /* temporary keys: when the key expires; else 0 */
     bool root;
 } fl_iam_who_t;
 
@@ -79,6 +83,9 @@ typedef struct fl_iam_target {
     bool table_level;             /* a table's action: without a table the resource is "{bucket}/table/(any)" */
     const char *resource;         /* without a bucket: the ARN ("*" when NULL) */
     const char *owner;            /* without a bucket: the owning account (NULL: the root account) */
+    const char *policy_arn;       /* without a bucket: the ARN whose stored resource policy (kind "policy")
+                                   * takes part, an S3 bucket's "arn:aws:s3:::B"; NULL: none */
+    bool deny_binds_root;         /* a Deny in that policy refuses the owner's root too (S3 bucket policies) */
 } fl_iam_target_t;
 
 /* May who do every one of actions ("s3tables:GetTableData", ...) on tg? The
@@ -88,6 +95,36 @@ typedef struct fl_iam_target {
  * Any thread; blocks on the catalog store. */
 bool fl_iam_check(fl_iam_t *iam, const fl_iam_who_t *who, const char *const *actions, size_t nactions,
                   const fl_iam_target_t *tg, const char *source_ip, char *msg, size_t msglen);
+
+/* fl_iam_check without its audit line and message: for a question whose "no"
+ * is an answer, not a refusal (what the vended credentials may do). */
+bool fl_iam_allows(fl_iam_t *iam, const fl_iam_who_t *who, const char *action, const fl_iam_target_t *tg,
+                   const char *source_ip);
+
+/* Credentials for one table's data, vended by the Iceberg REST catalog
+ * (X-Iceberg-Access-Delegation: vended-credentials). */
+typedef struct fl_iam_vended {
+    char akid[64];
+    char secret[128];
+    char token[256];
+    int64_t expires_ms;
+} fl_iam_vended_t;
+
+/* Mints (or hands out again) temporary credentials of who's own principal for
+ * the data of one table: a key of kind "vended" (its token required, like a
+ * session's) that lasts FL_IAM_VENDED_TTL_S, whose session policy allows only
+ * s3tables:GetTableData (and s3tables:PutTableData when write) on table_arn,
+ * or, with table_arn NULL (a staged create), on bucket_arn's tables named
+ * ns.name. What the key may do is that policy intersected with what who's
+ * principal may do when it is used (root: the policy alone); an AssumeRole
+ * session's own session policy is not carried over: the caller checks that
+ * who may do the same before asking. The same (who's key, table, write) gets
+ * the same credentials while more than half their lifetime is left
+ * (FL_IAM_VENDED_CACHE per node). They never outlive who's own key (an
+ * AssumeRole session's expiry). who must not be NULL nor itself vended
+ * (FL_ERR_INVALID). Any thread; writes the catalog store when it mints. */
+fl_err_t fl_iam_vend(fl_iam_t *iam, const fl_iam_who_t *who, const char *table_arn, const char *bucket_arn,
+                     const char *ns, const char *name, bool write, fl_iam_vended_t *out);
 
 /* aws:SourceIp of a peer "ip:port" / "[v6]:port" (fl_http_peer): the address
  * alone, in out; NULL when peer is NULL or odd. */

@@ -70,6 +70,8 @@ struct fl_appender {
     uint32_t *route;            /* each row's open-file index, */
     uint32_t *route_order;      /* rows grouped by file */
     size_t route_cap;
+    struct commit_job *job;     /* the commit in the making (fl_append_prepare, or a commit), else NULL */
+    int job_attempt;            /* attempts made on it (manifest lists written) */
 };
 
 
@@ -926,23 +928,60 @@ typedef struct summary_src {
     void *arg;
 } summary_src_t;
 
-static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
-                                fl_err_t *e, char *err, size_t errlen)
+/* An attempt's request on the current parent: its manifest list uploaded, the summary, the
+ * requirements and updates (new references). */
+static fl_err_t attempt_request(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
+                                json_t **reqs, json_t **updates, char *err, size_t errlen)
 {
     int64_t parent = fl_append_main_snapshot(a->md);
     int64_t seq = (int64_t)json_integer_value(json_object_get(a->md, "last-sequence-number")) + 1;
     json_t *psnap = parent >= 0 ? fl_append_find_snapshot(a->md, parent) : NULL;
     int64_t first_row_id, next_row_id;
-    if ((*e = read_parent_manifests(a, j, psnap, err, errlen)) ||
-        (*e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
-        return ATTEMPT_FAILED;
-    json_t *reqs, *updates, *newmd = NULL;
+    fl_err_t e;
+    if ((e = read_parent_manifests(a, j, psnap, err, errlen)) ||
+        (e = write_manifest_list(a, j, parent, seq, attempt, &first_row_id, &next_row_id, err, errlen)))
+        return e;
     json_t *summary = snapshot_summary(a, j, psnap, src->kv, src->n_kv);
-    if (src->fn && (*e = src->fn(src->arg, a->md, psnap, summary, err, errlen))) {
+    if (src->fn && (e = src->fn(src->arg, a->md, psnap, summary, err, errlen))) {
         json_decref(summary);
+        return e;
+    }
+    commit_request(a, j, summary, parent, seq, first_row_id, next_row_id, reqs, updates);
+    return FL_OK;
+}
+
+/* A 409 is not proof that nothing landed: an HTTP client may have resent the
+ * request after the first send's connection died unanswered (libcurl does so on
+ * a reused connection), and the resend found the table moved by the first. So
+ * the table is re-based first and searched for this attempt's snapshot: there,
+ * it is DONE (the list and files are the table's); else the list is garbage
+ * (RETRY: the caller tries again or gives up). A reload that fails leaves the
+ * outcome UNKNOWN (nothing deleted); a replaced table is FAILED. */
+static attempt_t after_conflict(fl_appender_t *a, commit_job_t *j, fl_err_t *e, char *err, size_t errlen)
+{
+    fl_err_t re = rebase(a, err, errlen);
+    if (re == FL_ERR_CONFLICT) {
+        *e = re;
         return ATTEMPT_FAILED;
     }
-    commit_request(a, j, summary, parent, seq, first_row_id, next_row_id, &reqs, &updates);
+    if (re) {
+        *e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown: refused (409) and the table could not be "
+                        "reloaded to look for snapshot %" PRId64, j->sid);
+        return ATTEMPT_UNKNOWN;
+    }
+    if (fl_append_find_snapshot(a->md, j->sid)) {
+        *e = FL_OK;
+        return ATTEMPT_DONE;
+    }
+    a->ops.del(a->ops.ctx, j->list_uri);
+    return ATTEMPT_RETRY;
+}
+
+static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, const summary_src_t *src,
+                                fl_err_t *e, char *err, size_t errlen)
+{
+    json_t *reqs, *updates, *newmd = NULL;
+    if ((*e = attempt_request(a, j, attempt, src, &reqs, &updates, err, errlen))) return ATTEMPT_FAILED;
     int status = 0;
     char cerr[512] = "";
     *e = a->ops.commit(a->ops.ctx, reqs, updates, &newmd, &status, cerr, sizeof cerr);
@@ -953,15 +992,13 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
         return ATTEMPT_DONE;
     }
     json_decref(newmd);
-    if (status == 409 && attempt < MAX_COMMIT_ATTEMPTS) {
-        a->ops.del(a->ops.ctx, j->list_uri);
+    if (status == 409) {
         /* back off first, then re-base: the next attempt commits against what it just loaded
          * (sleeping after the reload widened the window in which another writer wins) */
-        usleep((useconds_t)(attempt * 20000));
-        if ((*e = rebase(a, err, errlen))) return ATTEMPT_FAILED;
-        return ATTEMPT_RETRY;
-    }
-    if (status == 409) {
+        if (attempt < MAX_COMMIT_ATTEMPTS) usleep((useconds_t)(attempt * 20000));
+        attempt_t r = after_conflict(a, j, e, err, errlen);
+        if (r != ATTEMPT_RETRY) return r;
+        if (attempt < MAX_COMMIT_ATTEMPTS) return ATTEMPT_RETRY;
         *e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts: %s", attempt, cerr);
         return ATTEMPT_FAILED;
     }
@@ -974,39 +1011,128 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
     return ATTEMPT_UNKNOWN;
 }
 
+static void job_free(fl_appender_t *a)
+{
+    if (!a->job) return;
+    commit_job_free(a->job);
+    free(a->job);
+    a->job = NULL;
+    a->job_attempt = 0;
+}
+
+/* Starts the commit of what was written: files closed, the new files' manifest uploaded.
+ * FL_OK with a->job NULL when nothing was written. On failure everything is discarded. */
+static fl_err_t job_start(fl_appender_t *a, char *err, size_t errlen)
+{
+    if (a->job) return FL_OK;
+    fl_err_t e = close_all(a, err, errlen);
+    if (e) return e;
+    if (!a->n_files) return FL_OK;
+    a->job = fl_malloc(sizeof *a->job);
+    commit_job_init(a, a->job);
+    a->job_attempt = 0;
+    if ((e = write_manifest(a, a->job, err, errlen))) fl_append_abort(a);
+    return e;
+}
+
 static fl_err_t append_commit(fl_appender_t *a, const summary_src_t *src, int64_t *snapshot_id, char *err,
                               size_t errlen)
 {
     *snapshot_id = -1;
-    fl_err_t e = close_all(a, err, errlen);
-    if (e) return e;
-    if (!a->n_files) return FL_OK;
-
-    commit_job_t j;
-    commit_job_init(a, &j);
-    attempt_t r = ATTEMPT_FAILED;
-    if (!(e = write_manifest(a, &j, err, errlen))) {
-        int attempt = 1;
-        while ((r = commit_attempt(a, &j, attempt, src, &e, err, errlen)) == ATTEMPT_RETRY) attempt++;
-    }
+    fl_err_t e = job_start(a, err, errlen);
+    if (e || !a->job) return e;
+    commit_job_t *j = a->job;
+    attempt_t r;
+    int attempt = ++a->job_attempt;
+    while ((r = commit_attempt(a, j, attempt, src, &e, err, errlen)) == ATTEMPT_RETRY) attempt = ++a->job_attempt;
     switch (r) {
     case ATTEMPT_DONE:
-        *snapshot_id = j.sid;
+        *snapshot_id = j->sid;
         e = FL_OK;
         forget_files(a);
+        job_free(a);
         break;
     case ATTEMPT_UNKNOWN:
         /* the files stay: the commit may yet be visible */
         forget_files(a);
+        job_free(a);
         break;
     default:
         /* a definite failure: the uploaded files are garbage */
-        if (j.manifest_uri) a->ops.del(a->ops.ctx, j.manifest_uri);
-        if (j.list_uri) a->ops.del(a->ops.ctx, j.list_uri);
         fl_append_abort(a);
         break;
     }
-    commit_job_free(&j);
+    return e;
+}
+
+fl_err_t fl_append_prepare(fl_appender_t *a, fl_append_summary_fn fn, void *arg, json_t **requirements,
+                           json_t **updates, int64_t *snapshot_id, char *err, size_t errlen)
+{
+    *requirements = *updates = NULL;
+    *snapshot_id = -1;
+    fl_err_t e = job_start(a, err, errlen);
+    if (e || !a->job) return e;
+    if (a->job_attempt >= MAX_COMMIT_ATTEMPTS) {
+        fl_append_abort(a);
+        return fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "commit kept conflicting after %d attempts", MAX_COMMIT_ATTEMPTS);
+    }
+    summary_src_t src = { .fn = fn, .arg = arg };
+    if ((e = attempt_request(a, a->job, ++a->job_attempt, &src, requirements, updates, err, errlen))) {
+        fl_append_abort(a);
+        return e;
+    }
+    *snapshot_id = a->job->sid;
+    return FL_OK;
+}
+
+fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *err, size_t errlen)
+{
+    commit_job_t *j = a->job;
+    if (!j) return FL_OK;
+    fl_err_t e = FL_OK;
+    switch (outcome) {
+    case FL_APPEND_LANDED:
+        adopt_committed(a, NULL);
+        forget_files(a);
+        job_free(a);
+        break;
+    case FL_APPEND_CONFLICT:
+        switch (after_conflict(a, j, &e, err, errlen)) {
+        case ATTEMPT_RETRY:
+            free(j->list_uri);
+            j->list_uri = NULL;
+            break;
+        case ATTEMPT_DONE:   /* landed after all: the files are the table's; the caller re-reads */
+            forget_files(a);
+            job_free(a);
+            e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "refused (409), yet its snapshot is on the table: "
+                           "a resent request's first send had landed");
+            break;
+        case ATTEMPT_UNKNOWN:  /* the files stay: the commit may be visible */
+            forget_files(a);
+            job_free(a);
+            break;
+        default:
+            fl_append_abort(a);
+            break;
+        }
+        break;
+    case FL_APPEND_SINGLE:
+        if (j->list_uri) a->ops.del(a->ops.ctx, j->list_uri);
+        free(j->list_uri);
+        j->list_uri = NULL;
+        break;
+    case FL_APPEND_UNKNOWN:
+        if (!committed_after_all(a, j->sid))
+            e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown: snapshot %" PRId64 " is not on the table",
+                           j->sid);
+        forget_files(a);   /* landed, or the files stay: the commit may yet be visible */
+        job_free(a);
+        break;
+    case FL_APPEND_DROP:
+        fl_append_abort(a);
+        break;
+    }
     return e;
 }
 
@@ -1041,6 +1167,11 @@ fl_err_t fl_append_take_files(fl_appender_t *a, fl_data_file_t **files, size_t *
 void fl_append_abort(fl_appender_t *a)
 {
     if (!a) return;
+    if (a->job) {
+        if (a->job->manifest_uri) a->ops.del(a->ops.ctx, a->job->manifest_uri);
+        if (a->job->list_uri) a->ops.del(a->ops.ctx, a->job->list_uri);
+        job_free(a);
+    }
     for (size_t i = 0; i < a->n_open; i++) {
         if (!a->open[i]) continue;
         free_open_file(a->open[i]);

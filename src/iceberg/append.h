@@ -9,7 +9,9 @@
  * + set-snapshot-ref(main) with assert-table-uuid and assert-ref-snapshot-id.
  * A 409 re-loads the table and re-bases: same files and manifest, a new list
  * with the new parent's manifests and the next sequence number (Java's
- * SnapshotProducer does the same). A 5xx or transport failure on commit means
+ * SnapshotProducer does the same) -- unless the reload shows this snapshot
+ * already committed (a request resent by the HTTP client after its first send
+ * landed unanswered), which is success. A 5xx or transport failure on commit means
  * "unknown": the appender reloads once and reports success if its snapshot is
  * there, else FL_ERR_IO, and leaves the files in place (as Java does).
  *
@@ -108,6 +110,39 @@ typedef fl_err_t (*fl_append_summary_fn)(void *arg, json_t *md, json_t *parent, 
                                          char *err, size_t errlen);
 fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
                              char *err, size_t errlen);
+/* Multi-table transactions (POST {p}/transactions/commit; `floe sink`): the commit in two
+ * halves, so that the caller sends several tables' requests in one transaction.
+ * fl_append_prepare closes the files, uploads the new files' manifest (on the first call)
+ * and this attempt's manifest list on the current parent, asks fn for the caller's summary
+ * (as fl_append_commit_fn does) and hands back the requirements and updates for the catalog
+ * (new references; both NULL and *snapshot_id -1 when nothing was written). A 409 in
+ * fl_append_commit(_fn) is checked the same way: a snapshot found on the reload is success.
+ * A failure, fn's refusal, or too many attempts discard everything written. The caller then
+ * reports what the catalog answered with fl_append_settle:
+ *   FL_APPEND_LANDED    it committed: the table is reloaded, the files are the table's;
+ *   FL_APPEND_CONFLICT  409: the table is reloaded first. Its snapshot not there: the list
+ *                       is deleted; prepare again. There after all (an HTTP client resent
+ *                       the request after its first send landed unanswered): the files are
+ *                       the table's, the appender is free, FL_ERR_CONFLICT says so (re-read
+ *                       what the table holds). A reload that fails: FL_ERR_IO, the files
+ *                       left in storage; a replaced table: everything discarded;
+ *   FL_APPEND_UNKNOWN   5xx or a lost answer: the table is reloaded; FL_OK if the snapshot is
+ *                       there, else FL_ERR_IO, the files left in storage (they may yet be
+ *                       referenced); either way the appender is free for new batches;
+ *   FL_APPEND_DROP      a definite failure: everything written is deleted;
+ *   FL_APPEND_SINGLE    the catalog has no transactions: the list is deleted, the files and
+ *                       manifest kept, and fl_append_commit(_fn) commits them on their own.
+ * One thread at a time per appender, as for everything else. */
+typedef enum fl_append_outcome {
+    FL_APPEND_LANDED,
+    FL_APPEND_CONFLICT,
+    FL_APPEND_UNKNOWN,
+    FL_APPEND_DROP,
+    FL_APPEND_SINGLE,
+} fl_append_outcome_t;
+fl_err_t fl_append_prepare(fl_appender_t *a, fl_append_summary_fn fn, void *arg, json_t **requirements,
+                           json_t **updates, int64_t *snapshot_id, char *err, size_t errlen);
+fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *err, size_t errlen);
 /* For rewrites (iceberg/rewrite.h), which commit their own snapshot: close
  * the open files and hand over the data files written since open or the last
  * take (*files a new array of *n, each freed with fl_data_file_free; the

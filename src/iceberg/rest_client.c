@@ -22,6 +22,7 @@ struct fl_rest_client {
     pthread_mutex_t mu;         /* guards bearer */
     char *bearer;
     json_t *config;
+    json_t *endpoints;          /* /v1/config "endpoints" (array of strings), NULL if absent or empty */
     const char *prefix;         /* in config, or NULL */
     const char *sep;            /* in config, or "%1F" */
 };
@@ -343,6 +344,8 @@ fl_err_t fl_rest_client_new(const fl_rest_opts_t *o, fl_rest_client_t **out, fl_
     if (o->warehouse && *o->warehouse) json_object_set_new(client, "warehouse", json_string(o->warehouse));
     c->config = fl_rest_config_merge(json_object_get(doc, "defaults"), client,
                                      json_object_get(doc, "overrides"));
+    json_t *eps = json_object_get(doc, "endpoints");
+    if (json_is_array(eps) && json_array_size(eps)) c->endpoints = json_incref(eps);
     c->prefix = fl_rest_client_prop(c, "prefix");
     c->sep = fl_rest_client_prop(c, "namespace-separator");
     if (!c->sep || !*c->sep) c->sep = "%1F";
@@ -365,6 +368,7 @@ void fl_rest_client_free(fl_rest_client_t *c)
 {
     if (!c) return;
     fl_httpc_free(c->http);
+    json_decref(c->endpoints);
     free(c->uri);
     free(c->akid);
     free_secret(c->secret);
@@ -379,6 +383,16 @@ void fl_rest_client_free(fl_rest_client_t *c)
     json_decref(c->config);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+int fl_rest_client_endpoint(const fl_rest_client_t *c, const char *endpoint)
+{
+    if (!c->endpoints) return -1;
+    size_t i;
+    json_t *v;
+    json_array_foreach(c->endpoints, i, v)
+        if (json_is_string(v) && !strcmp(json_string_value(v), endpoint)) return 1;
+    return 0;
 }
 
 json_t *fl_rest_client_config(const fl_rest_client_t *c) { return c->config; }

@@ -84,6 +84,11 @@ void fl_rest_client_free(fl_rest_client_t *c);
 json_t *fl_rest_client_config(const fl_rest_client_t *c);
 const char *fl_rest_client_prop(const fl_rest_client_t *c, const char *key);
 
+/* Whether the catalog's /v1/config listed endpoint (e.g. "POST /v1/{prefix}/transactions/commit"):
+ * 1 listed, 0 not listed (the catalog does not offer it), -1 no list (a catalog older than the
+ * endpoints field, or one that sent an empty list: try, and judge by the answer). */
+int fl_rest_client_endpoint(const fl_rest_client_t *c, const char *endpoint);
+
 /* ---- identifiers ---- */
 
 /* "a.b.t" -> namespace [a, b], name t (with_name), or namespace [a, b, t] (!with_name).

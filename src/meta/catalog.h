@@ -39,6 +39,22 @@ const char *fl_catalog_backend(const fl_catalog_t *c);
 /* FL_OK when the store answers now (for /health); never blocks long. */
 fl_err_t fl_catalog_ping(fl_catalog_t *c);
 
+/* Change signals between the processes sharing a store (the nodes on one
+ * PostgreSQL): after a write that other processes cache (topic "iam": users,
+ * keys, policies), the writer signals the topic, and every process watching it
+ * has its fn(ud) called soon after, on a thread of the store's, also when the
+ * store connection behind the watch was re-made (signals may have been lost
+ * meanwhile). topic: [a-z_], a caller's constant. With SQLite (one process
+ * serves a file) both are no-ops and *out is NULL. A watch is ended by
+ * fl_catalog_unwatch (NULL ignored) before the catalog closes; fn is not
+ * called after it returns. Any thread; signal blocks on the store. */
+typedef struct fl_catalog_watch fl_catalog_watch_t;
+typedef void (*fl_catalog_changed_fn)(void *ud);
+fl_err_t fl_catalog_signal(fl_catalog_t *c, const char *topic);
+fl_err_t fl_catalog_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud,
+                          fl_catalog_watch_t **out);
+fl_err_t fl_catalog_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w);
+
 #define FL_NAME_MAX 256
 #define FL_LOC_MAX 2048
 

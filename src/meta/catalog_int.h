@@ -76,7 +76,11 @@
     X(iam_policy_list, (fl_catalog_t *c, const char *account, const char *kind, const char *name,                \
                         const char *policy_name, char ***names, char ***docs, size_t *n),                        \
       (c, account, kind, name, policy_name, names, docs, n))                                                     \
-    X(ping, (fl_catalog_t *c), (c))
+    X(ping, (fl_catalog_t *c), (c))                                                                             \
+    X(signal, (fl_catalog_t *c, const char *topic), (c, topic))                                                  \
+    X(watch, (fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud, fl_catalog_watch_t **out), \
+      (c, topic, fn, ud, out))                                                                                   \
+    X(unwatch, (fl_catalog_t *c, fl_catalog_watch_t *w), (c, w))
 
 typedef struct fl_catalog_ops {
     const char *name;                  /* "sqlite", "postgresql" */

@@ -26,6 +26,7 @@
 #include "base/pg.h"
 #include "base/time.h"
 #include "base/uuid.h"
+#include "net/metrics.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -224,6 +225,28 @@ static void stmts_init(void)
     for (int i = 0; i < ST_COUNT; i++) stmts[i] = pg_sql[i] ? pg_sql[i] : fl_catalog_sql[i];
 }
 
+/* /metrics: what the catalog has cost PostgreSQL (round trips per request is
+ * the figure that bounds a node's commit rate; bench/nodes.py reads it). */
+static fl_err_t render_metrics(void *arg, fl_buf_t *out)
+{
+    fl_pg_stats_t st;
+    fl_pg_stats(arg, &st);
+    return fl_buf_printf(out, "# HELP floe_catalog_pg_round_trips_total Requests to PostgreSQL that waited for its answer.\n"
+                              "# TYPE floe_catalog_pg_round_trips_total counter\n"
+                              "floe_catalog_pg_round_trips_total %llu\n"
+                              "# HELP floe_catalog_pg_prepares_total Statements prepared (once per statement and connection).\n"
+                              "# TYPE floe_catalog_pg_prepares_total counter\n"
+                              "floe_catalog_pg_prepares_total %llu\n"
+                              "# HELP floe_catalog_pg_transactions_total Write transactions begun.\n"
+                              "# TYPE floe_catalog_pg_transactions_total counter\n"
+                              "floe_catalog_pg_transactions_total %llu\n"
+                              "# HELP floe_catalog_pg_connects_total Connections to PostgreSQL opened.\n"
+                              "# TYPE floe_catalog_pg_connects_total counter\n"
+                              "floe_catalog_pg_connects_total %llu\n",
+                         (unsigned long long)st.round_trips, (unsigned long long)st.prepares,
+                         (unsigned long long)st.transactions, (unsigned long long)st.connects);
+}
+
 fl_catalog_t *fl_catalog_pg_open(const char *url)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -239,14 +262,48 @@ fl_catalog_t *fl_catalog_pg_open(const char *url)
     fl_catalog_t *c = fl_calloc(1, sizeof *c);
     c->ops = &pg_ops;
     c->pg = p;
+    fl_metrics_add_source(render_metrics, p);
     return c;
 }
 
 static void pg_close(fl_catalog_t *c)
 {
     if (!c) return;
+    fl_metrics_remove_source(render_metrics, c->pg);
     fl_pg_close(c->pg);
     free(c);
+}
+
+/* ---- change signals: NOTIFY/LISTEN on channel floe_<topic> ---- */
+
+static bool topic_channel(const char *topic, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "floe_%s", topic ? topic : "");
+    return topic && *topic && n > 0 && (size_t)n < cap;
+}
+
+static fl_err_t pg_signal(fl_catalog_t *c, const char *topic)
+{
+    char ch[64];
+    return topic_channel(topic, ch, sizeof ch) ? fl_pg_notify(c->pg, ch) : FL_ERR_INVALID;
+}
+
+static fl_err_t pg_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud,
+                         fl_catalog_watch_t **out)
+{
+    char ch[64];
+    *out = NULL;
+    if (!topic_channel(topic, ch, sizeof ch)) return FL_ERR_INVALID;
+    fl_pg_listener_t *l = fl_pg_listen(c->pg, ch, fn, ud);
+    if (!l) return FL_ERR_INTERNAL;
+    *out = (fl_catalog_watch_t *)l;
+    return FL_OK;
+}
+
+static fl_err_t pg_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w)
+{
+    fl_pg_unlisten((fl_pg_listener_t *)w);
+    return FL_OK;
 }
 
 static fl_err_t pg_ping(fl_catalog_t *c)

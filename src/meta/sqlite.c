@@ -1213,6 +1213,19 @@ static fl_err_t sq_iam_policy_list(fl_catalog_t *c, const char *account, const c
     return err;
 }
 
+/* One process serves a SQLite file: nothing to tell others (floe admin's
+ * writes from another process reach the server's caches by their TTL). */
+static fl_err_t sq_signal(fl_catalog_t *c, const char *topic) { return FL_OK; }
+
+static fl_err_t sq_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud,
+                         fl_catalog_watch_t **out)
+{
+    *out = NULL;
+    return FL_OK;
+}
+
+static fl_err_t sq_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w) { return FL_OK; }
+
 static fl_err_t sq_ping(fl_catalog_t *c)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);

@@ -245,7 +245,8 @@ static size_t on_read_fd(char *p, size_t sz, size_t n, void *ud)
     size_t want = sz * n < left ? sz * n : (size_t)left;
     if (!want) return 0;
     ssize_t got;
-    do got = pread(x->r->body_fd, p, want, (off_t)(x->r->body_off + x->fd_pos));
+    do got = x->r->body_fd_pipe ? read(x->r->body_fd, p, want)
+                                : pread(x->r->body_fd, p, want, (off_t)(x->r->body_off + x->fd_pos));
     while (got < 0 && errno == EINTR);
     if (got <= 0) {
         x->fd_errno = got < 0 ? errno : EIO;
@@ -403,7 +404,7 @@ out:
 fl_err_t fl_httpc_do(fl_httpc_t *h, const fl_httpc_req_t *r, fl_httpc_resp_t *resp,
                      fl_remote_error_t *err)
 {
-    int tries = r->idempotent && h->cfg.max_retries > 0 ? 1 + h->cfg.max_retries : 1;
+    int tries = r->idempotent && !r->body_fd_pipe && h->cfg.max_retries > 0 ? 1 + h->cfg.max_retries : 1;
     size_t resp_start = r->resp ? r->resp->len : 0;
     long delay = 100;
     fl_err_t e = FL_OK;

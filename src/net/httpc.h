@@ -56,6 +56,8 @@ typedef struct fl_httpc_req {
     bool has_body;                  /* send body/body_len (a PUT of 0 bytes too) */
     int body_fd;                    /* >= 0: stream body_fd_len bytes at body_off with pread */
     uint64_t body_off, body_fd_len;
+    bool body_fd_pipe;              /* body_fd is a pipe: read() it, no retry; an end of file
+                                       before body_fd_len bytes aborts the request */
     const fl_httpc_sigv4_t *sigv4;  /* NULL = unsigned */
     bool unsigned_payload;          /* sign UNSIGNED-PAYLOAD (always so for fd bodies) */
     const char *bearer;             /* Authorization: Bearer (ignored with sigv4) */

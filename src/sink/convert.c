@@ -590,6 +590,17 @@ const char *fl_sink_route_value(json_t *value, const char *path, bool lower, cha
 
 static json_t *infer_struct(json_t *value, json_t *schema, bool force_optional, int *next_id);
 
+/* The first item of array a that is not null (the element type is inferred from it, so
+ * that [null, "x"] is a list of strings), NULL if none. */
+static json_t *first_item(json_t *a)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(a, i, v)
+        if (!json_is_null(v)) return v;
+    return NULL;
+}
+
 static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *next_id)
 {
     const char *t = cs_type(s), *n = cs_name(s);
@@ -617,7 +628,7 @@ static json_t *from_connect(json_t *s, json_t *value, bool force_optional, int *
     if (!strcmp(t, "array")) {
         int id = (*next_id)++;
         json_t *items = json_object_get(s, "items");
-        json_t *et = from_connect(items, json_array_get(value, 0), force_optional, next_id);
+        json_t *et = from_connect(items, first_item(value), force_optional, next_id);
         if (!et) return NULL;
         bool opt = force_optional || json_is_true(json_object_get(items, "optional"));
         return json_pack("{s:s,s:i,s:o,s:b}", "type", "list", "element-id", id, "element", et, "element-required", !opt);
@@ -648,9 +659,10 @@ json_t *fl_sink_infer_type(json_t *value, json_t *schema, bool force_optional, i
         return infer_struct(value, NULL, true, next_id);
     }
     if (json_is_array(value)) {
-        if (!json_array_size(value)) return NULL;
+        json_t *item = first_item(value);
+        if (!item) return NULL;
         int id = (*next_id)++;
-        json_t *et = fl_sink_infer_type(json_array_get(value, 0), NULL, force_optional, next_id);
+        json_t *et = fl_sink_infer_type(item, NULL, force_optional, next_id);
         if (!et) return NULL;
         return json_pack("{s:s,s:i,s:o,s:b}", "type", "list", "element-id", id, "element", et, "element-required", 0);
     }

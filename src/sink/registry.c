@@ -9,6 +9,7 @@
 #include "base/buf.h"
 #include "base/limits.h"
 #include "base/mem.h"
+#include "base/time.h"
 #include "net/httpc.h"
 #include "sink/convert.h"
 
@@ -33,6 +34,11 @@ struct fl_sink_registry {
     entry_t *e;
     size_t n, cap;
     size_t last;             /* the entry of the previous hit */
+    struct {                 /* ids the registry said it does not have (404), a ring */
+        int32_t id;
+        int64_t until_ms;    /* mono clock; 0 = free slot */
+    } miss[FL_SINK_MAX_UNKNOWN_SCHEMAS];
+    size_t miss_next;
 };
 
 fl_err_t fl_sink_registry_new(const char *urls, const char *user_info, fl_sink_registry_t **out, char *err,
@@ -504,6 +510,11 @@ fl_err_t fl_sink_avro_decode(fl_sink_registry_t *r, const void *p, size_t n, jso
     for (size_t i = 0; !en && i < r->n; i++)
         if (r->e[i].id == id) { en = &r->e[i]; r->last = i; }
     if (!en) {
+        int64_t now = fl_mono_ms();
+        for (size_t i = 0; i < FL_SINK_MAX_UNKNOWN_SCHEMAS; i++)
+            if (r->miss[i].until_ms > now && r->miss[i].id == id)
+                return fl_err_fmt(err, errlen, FL_ERR_NOT_FOUND, "schema id %d is not in the schema registry (it "
+                                  "said so less than %d s ago)", (int)id, FL_SINK_UNKNOWN_SCHEMA_TTL_MS / 1000);
         if (r->n >= FL_SINK_MAX_SCHEMAS)
             return fl_err_fmt(err, errlen, FL_ERR_TOO_LARGE, "more than %d schema ids seen", FL_SINK_MAX_SCHEMAS);
         if (r->n == r->cap) {
@@ -513,6 +524,11 @@ fl_err_t fl_sink_avro_decode(fl_sink_registry_t *r, const void *p, size_t n, jso
         entry_t tmp;
         memset(&tmp, 0, sizeof tmp);
         fl_err_t e = fetch(r, id, &tmp, err, errlen);
+        if (e == FL_ERR_NOT_FOUND) {   /* remembered: a flood of records naming it asks once per TTL */
+            r->miss[r->miss_next].id = id;
+            r->miss[r->miss_next].until_ms = now + FL_SINK_UNKNOWN_SCHEMA_TTL_MS;
+            r->miss_next = (r->miss_next + 1) % FL_SINK_MAX_UNKNOWN_SCHEMAS;
+        }
         if (e) return e;
         r->last = r->n;
         r->e[r->n++] = tmp;

@@ -6,7 +6,10 @@
  * once per id, GET <url>/schemas/ids/<id> ({"schema": "<Avro JSON>"}), over
  * floe's one outbound HTTP client (net/httpc.h) with basic auth when given,
  * parsed into a decoding plan (format/avro_schema.h) and cached for the life
- * of the process (at most FL_SINK_MAX_SCHEMAS ids).
+ * of the process (at most FL_SINK_MAX_SCHEMAS ids). An id the registry answers
+ * 404 for is remembered for FL_SINK_UNKNOWN_SCHEMA_TTL_MS (the last
+ * FL_SINK_MAX_UNKNOWN_SCHEMAS such ids): records naming it fail at once, without
+ * a request each.
  *
  * A datum becomes what Confluent's AvroConverter hands the Java sink, in the
  * JSON forms of Kafka's JsonConverter, so the record goes through the same

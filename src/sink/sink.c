@@ -24,6 +24,14 @@
 #include "sink/registry.h"
 
 #define KAFKA_TIMEOUT_MS 30000
+#define FL_SINK_TX_ENDPOINT "POST /v1/{prefix}/transactions/commit"
+
+/* librdkafka before 2.3.0 asserts in rd_kafka_destroy of a cooperative-sticky consumer that
+ * joined its group but never had an assignment (its NULL assignor state; librdkafka issue 4312,
+ * fixed in 2.3.0; Debian 12 ships 2.0.2): a member stopped during a rebalance aborted on its way
+ * out. Such a consumer is closed and then left to the process exit, kept reachable here so that
+ * leak checkers do not count it. */
+static rd_kafka_t *unassigned_consumer;
 
 typedef struct tp {
     char *topic;
@@ -109,6 +117,11 @@ typedef struct sink {
     int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
+    int64_t fault_tx_refused;     /* test fault point (FLOE_SINK_FAULT=tx-refused:N): the Nth transaction
+                                   * carries a requirement that cannot hold; the process exits after it */
+    bool tx;                      /* commit a batch's tables in one transaction (the catalog offers it) */
+    bool ever_assigned;           /* the group gave this member an assignment (even an empty one) */
+    int64_t txs;                  /* transactions sent */
     int64_t retry_ms;             /* back-off while the catalog is unreachable; 0 when it answers */
     bool direct_cfg;              /* records may take the direct path (plain JSON, one static table) */
     fl_buf_t direct_tmp;          /* its scratch */
@@ -446,6 +459,42 @@ static void tp_remove(sink_t *s, const char *topic, int32_t partition)
         }
 }
 
+/* Seeks every partition of l to its offset. A partition left where it was would skip the
+ * dropped batch (a gap), so the seek is tried FL_SINK_SEEK_ATTEMPTS times (librdkafka can time
+ * one out at once, e.g. right after an earlier seek of it) and then stops the sink, whose
+ * restart resumes from the tables' offsets. Per-partition errors count as much as the call's. */
+static void seek_all(sink_t *s, rd_kafka_topic_partition_list_t *l)
+{
+    rd_kafka_topic_partition_list_t *cur = l, *left = NULL;   /* left: owned, what is still to seek */
+    for (int attempt = 1;; attempt++) {
+        char why[512] = "";
+        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, cur, KAFKA_TIMEOUT_MS);
+        bool all_failed = ke != NULL;   /* the call failed: none is known to have moved */
+        if (ke) {
+            snprintf(why, sizeof why, "%s", rd_kafka_error_string(ke));
+            rd_kafka_error_destroy(ke);
+        }
+        rd_kafka_topic_partition_list_t *next = rd_kafka_topic_partition_list_new(cur->cnt);
+        for (int i = 0; i < cur->cnt; i++) {
+            rd_kafka_topic_partition_t *p = &cur->elems[i];
+            if (!all_failed && !p->err) continue;
+            rd_kafka_topic_partition_list_add(next, p->topic, p->partition)->offset = p->offset;
+            if (p->err && !why[0])
+                snprintf(why, sizeof why, "%s-%d: %s", p->topic, (int)p->partition, rd_kafka_err2str(p->err));
+        }
+        if (left) rd_kafka_topic_partition_list_destroy(left);
+        cur = left = next;
+        if (!left->cnt) break;
+        if (attempt >= FL_SINK_SEEK_ATTEMPTS) {
+            set_fatal(s, "seek failed %d times: %s", attempt, why);
+            break;
+        }
+        fl_warn("sink: seeking %d partition(s) failed (%s); trying again", left->cnt, why);
+        usleep((useconds_t)attempt * 200000);
+    }
+    rd_kafka_topic_partition_list_destroy(left);
+}
+
 /* ---- commit ---- */
 
 typedef struct commit_arg {
@@ -503,36 +552,160 @@ static void dlq_flush(sink_t *s)
     }
 }
 
-/* Committer thread: commits the handed-over batch, one snapshot per table,
- * then the Kafka group offsets. The first failure stops it (the tables that
- * committed keep their part; their offsets stop it from landing twice). */
+/* After a table's snapshot landed: what the process knows of it, a log line. */
+static void table_committed(sink_t *s, tbl_t *t, int64_t rows, int64_t sid, int64_t t0, const char *how)
+{
+    json_decref(t->offsets);
+    t->offsets = t->pending;
+    t->pending = NULL;
+    t->rows = 0;
+    s->commits++;
+    fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms%s)", rows, t->name, sid,
+            fl_mono_ms() - t0, how);
+}
+
+/* The catalog does not have POST {p}/transactions/commit: 404 for the route (not for a table
+ * of the transaction), 405, 406 or 501. */
+static bool tx_unsupported(const fl_rest_error_t *re)
+{
+    if (re->status == 404)
+        return strcmp(re->type, "NoSuchTableException") && strcmp(re->type, "NoSuchNamespaceException");
+    return re->status == 405 || re->status == 406 || re->status == 501;
+}
+
+/* Settles every prepared table of a transaction with outcome o; the first failure into err. */
+static fl_err_t settle_all(tbl_t **ts, size_t n, fl_append_outcome_t o, char *err, size_t errlen)
+{
+    fl_err_t first = FL_OK;
+    for (size_t i = 0; i < n; i++) {
+        char e2[512] = "";
+        fl_err_t e = fl_append_settle(ts[i]->ap, o, e2, sizeof e2);
+        if (e && !first) first = fl_err_fmt(err, errlen, e, "%s: %s", ts[i]->name, e2);
+    }
+    return first;
+}
+
+/* Committer thread: commits the batch's n (>= 2) tables in one transaction: every table's
+ * snapshot lands, or none. A 409 re-bases every table (its summary is checked and merged
+ * again) and retries. Returns 0 when it landed, 1 when the catalog has no transactions (every
+ * table is left ready for its own commit), -1 when it failed (why in err; the caller hands
+ * the failure to the main thread, which rewinds). */
+static int commit_tx(sink_t *s, const committer_t *c, tbl_t **ts, size_t n, char *err, size_t errlen)
+{
+    int64_t t0 = fl_mono_ms();
+    int64_t *sids = fl_calloc(n, sizeof *sids), *rows = fl_calloc(n, sizeof *rows);
+    int rc = -1;
+    for (size_t i = 0; i < n; i++) rows[i] = ts[i]->rows;
+    for (int attempt = 1;; attempt++) {
+        json_t *changes = json_array();
+        fl_err_t e = FL_OK;
+        for (size_t i = 0; i < n && !e; i++) {
+            tbl_t *t = ts[i];
+            commit_arg_t ca = { s, t, c->pos, c->n_pos };
+            json_t *reqs, *upd;
+            if ((e = fl_append_prepare(t->ap, summary_cb, &ca, &reqs, &upd, &sids[i], err, errlen))) break;
+            if (s->fault_tx_refused > 0 && s->txs + 1 == s->fault_tx_refused && i == n - 1)
+                json_array_append_new(reqs, json_pack("{s:s,s:s,s:I}", "type", "assert-ref-snapshot-id", "ref",
+                                                      "main", "snapshot-id", (json_int_t)1));
+            json_t *nsa = json_array();
+            for (size_t k = 0; k < t->ident.nns; k++) json_array_append_new(nsa, json_string(t->ident.ns[k]));
+            json_array_append_new(changes, json_pack("{s:{s:o,s:s},s:o,s:o}", "identifier", "namespace", nsa, "name",
+                                                     t->ident.name, "requirements", reqs, "updates", upd));
+        }
+        if (e) {
+            json_decref(changes);
+            fl_error("sink: preparing the transaction failed: %s", err);
+            goto out;
+        }
+        bool unknown = false;
+        fl_rest_error_t re;
+        memset(&re, 0, sizeof re);
+        s->txs++;
+        e = fl_rest_commit_transaction(s->rest, changes, &unknown, &re);
+        json_decref(changes);
+        if (!e) {
+            settle_all(ts, n, FL_APPEND_LANDED, err, errlen);
+            for (size_t i = 0; i < n; i++) table_committed(s, ts[i], rows[i], sids[i], t0, ", one transaction");
+            rc = 0;
+            goto out;
+        }
+        if (tx_unsupported(&re)) {
+            fl_info("sink: the catalog has no multi-table transactions (HTTP %d: %s): committing table by table",
+                    re.status, re.message);
+            s->tx = false;
+            settle_all(ts, n, FL_APPEND_SINGLE, err, errlen);
+            rc = 1;
+            goto out;
+        }
+        if (s->fault_tx_refused > 0 && s->txs == s->fault_tx_refused) {
+            fl_warn("sink: FLOE_SINK_FAULT: the transaction was refused (HTTP %d: %s); exiting", re.status,
+                    re.message);
+            _exit(137);
+        }
+        if (e == FL_ERR_CONFLICT && attempt < FL_SINK_TX_ATTEMPTS) {
+            if (settle_all(ts, n, FL_APPEND_CONFLICT, err, errlen)) goto out;
+            usleep((useconds_t)(attempt * 20000));
+            continue;
+        }
+        if (unknown && !settle_all(ts, n, FL_APPEND_UNKNOWN, err, errlen)) {
+            for (size_t i = 0; i < n; i++) table_committed(s, ts[i], rows[i], sids[i], t0, ", one transaction");
+            rc = 0;
+            goto out;
+        }
+        if (!unknown) settle_all(ts, n, FL_APPEND_DROP, err, errlen);
+        snprintf(err, errlen, "the transaction over %zu tables failed%s (HTTP %d): %s", n,
+                 unknown ? " and did not land" : "", re.status, re.message);
+        fl_error("sink: %s", err);
+        goto out;
+    }
+out:
+    free(sids);
+    free(rows);
+    return rc;
+}
+
+/* Committer thread: commits the handed-over batch: its tables' files
+ * closed and uploaded, one snapshot per table (all in one transaction where
+ * the catalog offers it), then the Kafka group offsets. The first failure
+ * stops it (c->failed, c->err; the main thread rewinds): the tables that
+ * committed keep their part, and their offsets stop it from landing twice. */
 static void commit_batch(sink_t *s, committer_t *c)
 {
     int64_t t_start = fl_mono_ms();
     char err[1024] = "";
-    for (size_t i = 0; i < c->n_tables; i++) {
+    bool ok = false;
+    size_t n = c->n_tables;   /* every table handed over has rows */
+    for (size_t i = 0; i < n; i++) {
         tbl_t *t = c->tables[i];
+        fl_err_t e = flush_batch(t, err, sizeof err);
+        if (e) {
+            fl_error("sink: writing to %s failed: %s", t->name, err);
+            goto out;
+        }
+    }
+    if (n >= 2 && s->tx) {
+        int r = commit_tx(s, c, c->tables, n, err, sizeof err);
+        if (r < 0) goto out;
+        if (r == 0 && s->fault_after_commits > 0 && s->commits >= s->fault_after_commits) {
+            fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
+            _exit(137);
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        tbl_t *t = c->tables[i];
+        if (!t->rows) continue;   /* committed in the transaction */
         int64_t t0 = fl_mono_ms(), sid = -1, rows = t->rows;
         commit_arg_t ca = { s, t, c->pos, c->n_pos };
-        fl_err_t e = flush_batch(t, err, sizeof err);
-        if (!e) e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
+        fl_err_t e = fl_append_commit_fn(t->ap, summary_cb, &ca, &sid, err, sizeof err);
         if (e) {
             fl_error("sink: commit to %s failed: %s", t->name, err);
-            c->failed = true;
-            snprintf(c->err, sizeof c->err, "%s", err);
-            return;
+            goto out;
         }
         if (s->fault_after_commits > 0 && s->commits + 1 >= s->fault_after_commits) {
             fl_warn("sink: FLOE_SINK_FAULT: exiting after a table commit, before the group offsets");
             _exit(137);
         }
-        json_decref(t->offsets);
-        t->offsets = t->pending;
-        t->pending = NULL;
-        t->rows = 0;
-        s->commits++;
-        fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms)", rows, t->name, sid,
-                fl_mono_ms() - t0);
+        table_committed(s, t, rows, sid, t0, "");
     }
     rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)c->n_pos + 1);
     for (size_t i = 0; i < c->n_pos; i++)
@@ -541,6 +714,12 @@ static void commit_batch(sink_t *s, committer_t *c)
     if (ke) fl_warn("sink: committing the Kafka group offsets failed (the tables hold them): %s", rd_kafka_err2str(ke));
     rd_kafka_topic_partition_list_destroy(l);
     c->took_ms = fl_mono_ms() - t_start;
+    ok = true;
+out:
+    if (!ok) {
+        c->failed = true;
+        snprintf(c->err, sizeof c->err, "%s", err);
+    }
 }
 
 static void *committer_main(void *arg)
@@ -640,11 +819,7 @@ static void rewind_all(sink_t *s, const char *why)
     }
     if (l->cnt) {
         fl_warn("sink: re-reading %d partition(s) from the last commit: %s", l->cnt, whybuf);
-        rd_kafka_error_t *ke = rd_kafka_seek_partitions(s->rk, l, KAFKA_TIMEOUT_MS);
-        if (ke) {
-            set_fatal(s, "seek failed: %s", rd_kafka_error_string(ke));
-            rd_kafka_error_destroy(ke);
-        }
+        seek_all(s, l);
     }
     rd_kafka_topic_partition_list_destroy(l);
 }
@@ -1089,6 +1264,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     sink_t *s = opaque;
     bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        s->ever_assigned = true;
         commit_all(s);            /* the batch holds only partitions this member owned before */
         drop_tables(s);           /* their offsets are reloaded with the new partitions */
         start_positions(s, parts);
@@ -1179,6 +1355,9 @@ static fl_err_t connect_catalog(sink_t *s, char *err, size_t errlen)
     json_decref(props);
     if (e) return fl_err_fmt(err, errlen, e, "connecting to the catalog %s: %s%s%s", c->catalog_uri,
                              re.status ? "HTTP error: " : "", re.message, "");
+    /* a catalog that lists its endpoints says whether it has transactions; one that does not
+     * list them is tried, and its answer decides (commit_tx) */
+    s->tx = fl_rest_client_endpoint(s->rest, FL_SINK_TX_ENDPOINT) != 0;
     fl_io_opts_default(&s->ioo);
     s->ioo.s3_endpoint = c->s3_endpoint;
     s->ioo.path_style = c->s3_path_style;
@@ -1203,6 +1382,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     fl_sink_offsets_key(cfg->group_id, s.key, sizeof s.key);
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
+    if (fault && !strncmp(fault, "tx-refused:", 11)) s.fault_tx_refused = atoll(fault + 11);
     fl_err_t e = FL_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;
@@ -1308,7 +1488,13 @@ out:
     free(s.tables);
     for (size_t i = 0; i < s.n_tps; i++) free(s.tps[i].topic);
     free(s.tps);
-    if (s.rk) rd_kafka_destroy(s.rk);
+    if (s.rk && !s.ever_assigned && rd_kafka_version() < 0x020300ff) {
+        fl_info("sink: leaving the Kafka consumer to the process exit (it never had an assignment; librdkafka %s "
+                "would abort in rd_kafka_destroy)", rd_kafka_version_str());
+        unassigned_consumer = s.rk;
+    } else if (s.rk) {
+        rd_kafka_destroy(s.rk);
+    }
     if (s.dlq) {
         rd_kafka_flush(s.dlq, KAFKA_TIMEOUT_MS);
         rd_kafka_destroy(s.dlq);

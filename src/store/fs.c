@@ -195,13 +195,31 @@ struct reap_item {
     char id[ID_HEX + 1];
 };
 
+/* A streamed write to a remote store (fl_blob_w_open_stream): the PUT or
+ * UploadPart runs on its own thread, reading the pipe the writer fills. */
+typedef struct stream {
+    fl_store_t *s;
+    pthread_t th;
+    int rd;                 /* the pipe's read end (the thread's) */
+    char *bucket, *key, *headers, *upload_id, *if_match;
+    size_t keylen;
+    fl_put_cond_t cond;
+    int part;               /* 0: a PUT */
+    int64_t size;
+    fl_err_t err;           /* the request's outcome, once joined */
+    char etag[48];
+    bool ended;             /* the thread returned before the body was whole: writes are dropped */
+    char last;              /* the body's last byte, held back until publish */
+} stream_t;
+
 struct fl_blob_w {
     fl_store_t *s;
-    int fd;
+    int fd;            /* spool file; streamed: the pipe's write end */
     bool failed;
     int64_t size;
     int64_t flushed;   /* bytes handed to writeback with sync_file_range */
     char id[ID_HEX + 1];
+    stream_t *st;      /* streamed to a remote store; NULL: spooled */
 };
 
 /* Large blobs start writeback as they grow, so the fsync at publish finds
@@ -882,6 +900,117 @@ fl_err_t fl_blob_w_open(fl_store_t *s, fl_blob_w_t **out)
     return FL_OK;
 }
 
+static void *stream_main(void *arg)
+{
+    stream_t *t = arg;
+    fl_s3s_t *r = t->s->remote;
+    if (t->part) {
+        t->err = fl_s3s_mpu_put_part(r, t->bucket, t->key, t->keylen, t->upload_id, t->part, t->rd, true, t->size,
+                                     t->etag);
+    } else {
+        fl_obj_meta_t m = { .size = t->size, .headers = t->headers };
+        t->err = fl_s3s_put(r, t->rd, true, t->size, t->bucket, t->key, t->keylen, &m, &t->cond);
+        snprintf(t->etag, sizeof t->etag, "%s", m.etag);
+    }
+    return NULL;
+}
+
+static void stream_free(stream_t *t)
+{
+    if (!t) return;
+    if (t->rd >= 0) close(t->rd);
+    free(t->bucket); free(t->key); free(t->headers); free(t->upload_id); free(t->if_match);
+    free(t);
+}
+
+fl_err_t fl_blob_w_open_stream(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int64_t size,
+                               const char *headers, const fl_put_cond_t *cond, const char *upload_id, int part,
+                               fl_blob_w_t **out)
+{
+    int p[2] = { -1, -1 };
+    *out = NULL;
+    if (!s->remote || size < 1 || (part && !upload_id)) return FL_ERR_INVALID;
+    if (pipe2(p, O_CLOEXEC) != 0) return FL_ERR_IO;
+    (void)fcntl(p[1], F_SETPIPE_SZ, FL_STORE_STREAM_PIPE); /* a hint: the default is 64 KiB */
+    stream_t *t = fl_calloc(1, sizeof *t);
+    t->s = s;
+    t->rd = p[0];
+    t->bucket = fl_strdup(bucket);
+    t->key = fl_malloc(keylen + 1);
+    memcpy(t->key, key, keylen);
+    t->key[keylen] = 0;
+    t->keylen = keylen;
+    t->headers = headers ? fl_strdup(headers) : NULL;
+    t->upload_id = upload_id ? fl_strdup(upload_id) : NULL;
+    t->part = part;
+    t->size = size;
+    if (cond) {
+        t->cond.if_none_match_star = cond->if_none_match_star;
+        t->if_match = cond->if_match ? fl_strdup(cond->if_match) : NULL;
+        t->cond.if_match = t->if_match;
+    }
+    if (pthread_create(&t->th, NULL, stream_main, t) != 0) {
+        close(p[1]);
+        stream_free(t);
+        return FL_ERR_IO;
+    }
+    fl_blob_w_t *w = fl_calloc(1, sizeof *w);
+    w->s = s;
+    w->fd = p[1];
+    w->st = t;
+    *out = w;
+    return FL_OK;
+}
+
+/* Ends a streamed writer: with publish, sends the held-back last byte first.
+ * Joins the request's thread and returns its outcome (FL_ERR_IO when the
+ * body was cut short). Frees w. */
+static fl_err_t stream_end(fl_blob_w_t *w, bool publish, char etag_out[48])
+{
+    stream_t *t = w->st;
+    bool whole = publish && !w->failed && w->size == t->size;
+    if (whole && !t->ended) {
+        ssize_t k;
+        do k = write(w->fd, &t->last, 1);
+        while (k < 0 && errno == EINTR);
+        if (k != 1) whole = false;
+    }
+    close(w->fd); /* short of size bytes: the request aborts */
+    pthread_join(t->th, NULL);
+    fl_err_t e = !whole ? FL_ERR_IO : t->err;
+    if (!e && etag_out) snprintf(etag_out, 48, "%s", t->etag);
+    stream_free(t);
+    free(w);
+    return e;
+}
+
+/* A streamed writer's write: to the pipe, all but the body's last byte; once
+ * the request has ended early (the store refused it), bytes are dropped so
+ * that the client's body is still read and the store's answer reported. */
+static fl_err_t stream_write(fl_blob_w_t *w, const char *p, size_t n)
+{
+    stream_t *t = w->st;
+    if ((int64_t)n > t->size - w->size) {
+        w->failed = true;
+        return FL_ERR_TOO_LARGE;
+    }
+    bool last = w->size + (int64_t)n == t->size;
+    if (last && n) t->last = p[n - 1];
+    size_t m = last && n ? n - 1 : n;
+    w->size += (int64_t)n;
+    while (m > 0 && !t->ended) {
+        ssize_t k = write(w->fd, p, m);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) { /* EPIPE: the request is over; its answer comes with the publish */
+            t->ended = true;
+            break;
+        }
+        p += k;
+        m -= (size_t)k;
+    }
+    return FL_OK;
+}
+
 static fl_err_t write_all(fl_blob_w_t *w, const char *p, size_t n)
 {
     while (n > 0) {
@@ -902,6 +1031,7 @@ static fl_err_t write_all(fl_blob_w_t *w, const char *p, size_t n)
 fl_err_t fl_blob_w_write(fl_blob_w_t *w, const void *p, size_t n)
 {
     if (w->failed) return FL_ERR_IO;
+    if (w->st) return stream_write(w, p, n);
     fl_err_t e = write_all(w, p, n);
     if (!e && w->size - w->flushed >= WRITEBACK_STEP) {
         /* a hint: errors surface at the fsync before publish */
@@ -922,6 +1052,7 @@ fl_err_t fl_blob_w_copy_fd(fl_blob_w_t *w, int fd, int64_t off, int64_t len)
     fl_err_t err = FL_OK;
     loff_t in = off;
     if (w->failed) return FL_ERR_IO;
+    if (w->st) return FL_ERR_INVALID; /* CopyObject spools */
     if (off < 0 || len < 0) return FL_ERR_INVALID;
     while (len > 0) {
         size_t chunk = len > (1 << 30) ? (size_t)1 << 30 : (size_t)len;
@@ -965,6 +1096,10 @@ void fl_blob_w_abort(fl_blob_w_t *w)
 {
     char path[PATH_MAX];
     if (!w) return;
+    if (w->st) {
+        stream_end(w, false, NULL);
+        return;
+    }
     if (w->fd >= 0) close(w->fd);
     tmp_path(w->s, w->id, path, sizeof path);
     unlink(path);
@@ -1100,10 +1235,19 @@ fl_err_t fl_store_put(fl_store_t *s, fl_blob_w_t *w, const char *bucket, const c
         fl_blob_w_abort(w);
         return FL_ERR_INVALID;
     }
+    if (w->st) { /* streamed: bucket, key, headers and cond were given at open */
+        char got[48] = "";
+        err = stream_end(w, true, got);
+        if (!err && got[0] && strcmp(got, meta->etag))
+            fl_warn("store s3: %s/%.*s: remote ETag %s, floe's %s", bucket, (int)keylen, key, got, meta->etag);
+        meta->mtime_ms = fl_now_ms();
+        meta->parts = 0;
+        return err;
+    }
     if (s->remote) {
         /* a spool that failed to fill (disk full) must not reach the store: it would
          * replace the object with what little was written */
-        err = w->failed ? FL_ERR_IO : fl_s3s_put(s->remote, w->fd, w->size, bucket, key, keylen, meta, cond);
+        err = w->failed ? FL_ERR_IO : fl_s3s_put(s->remote, w->fd, false, w->size, bucket, key, keylen, meta, cond);
         fl_blob_w_abort(w);
         return err;
     }
@@ -1487,9 +1631,14 @@ fl_err_t fl_store_mpu_put_part(fl_store_t *s, const char *bucket, const char *ke
     int64_t size = w->size;
     if (s->remote) {
         char got[48] = "";
-        err = w->failed ? FL_ERR_IO
-                        : fl_s3s_mpu_put_part(s->remote, bucket, key, keylen, upload_id, number, w->fd, size, got);
-        fl_blob_w_abort(w);
+        if (w->st) {
+            err = stream_end(w, true, got);
+        } else {
+            err = w->failed ? FL_ERR_IO
+                            : fl_s3s_mpu_put_part(s->remote, bucket, key, keylen, upload_id, number, w->fd, false,
+                                                  size, got);
+            fl_blob_w_abort(w);
+        }
         if (!err && got[0] && strcasecmp(got, tag)) {
             fl_error("store s3: part %d: the remote store's ETag %s is not the MD5 %s floe computed", number, got, tag);
             err = FL_ERR_IO;

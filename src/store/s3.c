@@ -9,10 +9,14 @@
  * multipart upload, the same values floe computes itself (stores that encrypt
  * with KMS give other ETags; floe passes them through unchanged).
  *
- * Writes: the S3 layer streams a request body into a spool file (store/fs.c's
- * blob writer under dir/blobs/tmp), then fl_s3s_put streams that file to the
- * remote store with one PUT (UNSIGNED-PAYLOAD SigV4, pread by libcurl): memory
- * stays bounded whatever the object size. Multipart uploads are the remote
+ * Writes: a body of known length goes to the remote store as it arrives
+ * (store/fs.c's streamed writer: a pipe read by the PUT or UploadPart on its
+ * own thread, the last byte held back until the body is verified, so a body
+ * cut short or refused aborts the request and leaves nothing); others
+ * (aws-chunked, OSS, computed checksums) are spooled to a file under
+ * dir/blobs/tmp first, then fl_s3s_put sends that file with one PUT
+ * (UNSIGNED-PAYLOAD SigV4, pread by libcurl). Memory stays bounded whatever
+ * the object size. Multipart uploads are the remote
  * store's own: upload ids, parts and CompleteMultipartUpload pass through.
  * Reads: ranged GETs of at most the caller's buffer, each with If-Match on the
  * ETag seen at open, so a read never mixes two versions of an object.
@@ -78,6 +82,7 @@ typedef struct call {
     fl_http_header_t hdr[FL_STORE_MAX_FWD_HEADERS + 4]; size_t nhdr;
     const void *body; size_t body_len; bool has_body;
     int fd; int64_t fd_len;
+    bool pipe;                         /* fd is a pipe (a streamed body) */
     fl_buf_t *resp;
     void *dst; size_t dst_cap;
     fl_buf_t *resp_headers;
@@ -110,6 +115,7 @@ static fl_err_t run(fl_s3s_t *r, call_t *c, fl_httpc_resp_t *rs, fl_remote_error
         .method = c->method, .url = url.ptr, .query = c->query, .headers = c->hdr, .nheaders = c->nhdr,
         .body = c->body, .body_len = c->body_len, .has_body = c->has_body,
         .body_fd = c->has_body ? -1 : c->fd, .body_off = 0, .body_fd_len = (uint64_t)c->fd_len,
+        .body_fd_pipe = c->pipe,
         .sigv4 = r->akid ? &r->sig : NULL, .unsigned_payload = true, .idempotent = c->idempotent,
         .resp = c->resp, .dst = c->dst, .dst_cap = c->dst_cap, .resp_headers = c->resp_headers,
     };
@@ -500,8 +506,8 @@ static fl_err_t meta_hdr(call_t *c, const char *headers)
     return FL_OK;
 }
 
-fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const char *key, size_t keylen,
-                    fl_obj_meta_t *meta, const fl_put_cond_t *cond)
+fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, bool pipe, int64_t size, const char *bucket, const char *key,
+                    size_t keylen, fl_obj_meta_t *meta, const fl_put_cond_t *cond)
 {
     fl_buf_t k;
     char im[64];
@@ -509,7 +515,7 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const
     fl_err_t e = bucket_check(r, bucket, NULL);
     if (e) goto out;
     obj_key(r, bucket, key, keylen, &k);
-    call_t c = { .method = "PUT", .rkey = k.ptr, .rkeylen = k.len, .fd = fd, .fd_len = size };
+    call_t c = { .method = "PUT", .rkey = k.ptr, .rkeylen = k.len, .fd = fd, .fd_len = size, .pipe = pipe };
     if (size == 0) c.has_body = true;
     if (cond && cond->if_none_match_star) hdr(&c, "if-none-match", "*");
     if (cond && cond->if_match) {
@@ -525,10 +531,11 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const
     if (!e) {
         char et[48];
         etag_unquote(rs.etag, et);
-        if (et[0] && strcmp(et, meta->etag)) {
+        if (et[0] && meta->etag[0] && strcmp(et, meta->etag)) {
             /* the body the store got is not what floe hashed (or the store's ETag is not an MD5) */
             fl_warn("store s3: %s/%.*s: remote ETag %s, floe's %s", bucket, (int)keylen, key, et, meta->etag);
         }
+        if (!meta->etag[0]) snprintf(meta->etag, sizeof meta->etag, "%s", et);
         meta->mtime_ms = fl_now_ms();
         meta->parts = 0;
     }
@@ -775,7 +782,7 @@ static void upload_query(fl_buf_t *q, const char *upload_id)
 }
 
 fl_err_t fl_s3s_mpu_put_part(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
-                             const char *upload_id, int number, int fd, int64_t size, char etag_out[48])
+                             const char *upload_id, int number, int fd, bool pipe, int64_t size, char etag_out[48])
 {
     fl_buf_t k, q;
     fl_buf_init(&k, 0);
@@ -784,7 +791,7 @@ fl_err_t fl_s3s_mpu_put_part(fl_s3s_t *r, const char *bucket, const char *key, s
     fl_buf_printf(&q, "partNumber=%d&", number);
     upload_query(&q, upload_id);
     call_t c = { .method = "PUT", .rkey = k.ptr, .rkeylen = k.len, .query = q.ptr, .fd = fd, .fd_len = size,
-                 .has_body = size == 0, .idempotent = true };
+                 .pipe = pipe, .has_body = size == 0, .idempotent = !pipe };
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     fl_err_t e = run(r, &c, &rs, &err);

@@ -14,9 +14,11 @@ fl_err_t fl_s3s_bucket_create(fl_s3s_t *r, const char *name);
 fl_err_t fl_s3s_bucket_delete(fl_s3s_t *r, const char *name);
 fl_err_t fl_s3s_bucket_head(fl_s3s_t *r, const char *name, fl_bucket_info_t *out);
 fl_err_t fl_s3s_bucket_list(fl_s3s_t *r, fl_bucket_info_t **out, size_t *n);
-/* Streams size bytes of the spool file fd as bucket/key. */
-fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, int64_t size, const char *bucket, const char *key, size_t keylen,
-                    fl_obj_meta_t *meta, const fl_put_cond_t *cond);
+/* Streams size bytes of the spool file fd (pipe: of a pipe, as they come;
+ * its end before size bytes aborts the PUT) as bucket/key. An empty
+ * meta->etag gets the store's. */
+fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, bool pipe, int64_t size, const char *bucket, const char *key,
+                    size_t keylen, fl_obj_meta_t *meta, const fl_put_cond_t *cond);
 fl_err_t fl_s3s_head(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, fl_obj_meta_t *out);
 fl_err_t fl_s3s_get(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, fl_obj_t **out);
 fl_err_t fl_s3s_part_range(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen, int part,
@@ -30,7 +32,8 @@ fl_err_t fl_s3s_list(fl_s3s_t *r, const char *bucket, const char *prefix, const 
 fl_err_t fl_s3s_mpu_create(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
                            const char *headers, char upload_id_out[FL_STORE_UPLOAD_ID_MAX + 1]);
 fl_err_t fl_s3s_mpu_put_part(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
-                             const char *upload_id, int number, int fd, int64_t size, char etag_out[48]);
+                             const char *upload_id, int number, int fd, bool pipe, int64_t size,
+                             char etag_out[48]);
 fl_err_t fl_s3s_mpu_parts(fl_s3s_t *r, const char *bucket, const char *key, size_t keylen,
                           const char *upload_id, int after, int max, fl_part_info_t **out, size_t *n,
                           bool *truncated, char **upload_headers);

@@ -101,6 +101,22 @@ typedef struct fl_put_cond {
                                 FL_ERR_NOT_FOUND if the key does not exist */
 } fl_put_cond_t;
 
+/* A remote store's writer that streams: its bytes go to the store as they
+ * are written, not to a spool file: one PUT of bucket/key with the object's
+ * headers (opaque lines, as fl_store_put's meta->headers) and cond, or, with
+ * upload_id, UploadPart number part; exactly size bytes (> 0) must be
+ * written. The body's last byte is held back until fl_store_put or
+ * fl_store_mpu_put_part (given the same bucket, key, upload and part)
+ * publishes it, so a writer aborted or short of size bytes leaves nothing in
+ * the store: its request is cut before the body is whole. A store that
+ * refuses the request early (a failed condition) has the rest of the bytes
+ * dropped, and its answer comes from the publish. One extra thread per
+ * writer. FL_ERR_INVALID when s is not remote or size < 1: spool instead
+ * (fl_blob_w_open); fl_blob_w_copy_fd is not for these writers. */
+fl_err_t fl_blob_w_open_stream(fl_store_t *s, const char *bucket, const char *key, size_t keylen, int64_t size,
+                               const char *headers, const fl_put_cond_t *cond, const char *upload_id, int part,
+                               fl_blob_w_t **w);
+
 /* Publishes the blob as bucket/key with meta (etag, size taken from meta; the
  * store sets mtime_ms and copies headers). Consumes w in every case (published
  * or aborted). The blob is fsynced before the index row is swapped, and the

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The reduced compat run of `make test` (CI): the source document's pipeline at
-# N events (default 10,000) through both Iceberg versions and both checksum modes,
-# plus the kill and auto-create/evolve scenarios once each, then a short streaming soak
+# N events (default 10,000) through both Iceberg versions and both checksum modes (the
+# 1.10.1/when_required run signs as an assumed IAM role's temporary credentials, least
+# privilege: SCENARIO=iam-role, and the 1.12.0/when_required run streams into 3 floe nodes
+# on PostgreSQL behind HAProxy: SCENARIO=cluster, both at no extra run), plus the kill and auto-create/evolve
+# scenarios once each, then a short streaming soak
 # (soak.py, CI_SOAK_SECONDS=45; `make soak` runs it for 10 minutes). `make compat` runs the
 # full matrix of all.sh (100,000 events, every scenario in every configuration).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 export N="${N:-10000}"
-COMBOS="${COMBOS:-1.10.1/default/plain 1.10.1/when_required/plain 1.12.0/default/plain
-1.12.0/when_required/plain 1.10.1/default/kill-connect 1.12.0/default/kill-floe 1.10.1/default/auto-evolve}"
+COMBOS="${COMBOS:-1.10.1/default/plain 1.10.1/when_required/iam-role 1.12.0/default/plain
+1.12.0/when_required/cluster 1.10.1/default/kill-connect 1.12.0/default/kill-floe 1.10.1/default/auto-evolve}"
 ICEBERG_VERSIONS="1.10.1 1.12.0" bash "$HERE/fetch.sh" || { echo "compat: 0 passed, 1 failed"; exit 1; }
 pass=0; fail=0; failed=()
 for combo in $COMBOS; do

@@ -17,6 +17,11 @@
 #               iam: the connector signs (catalog and S3FileIO) as IAM user kafka-sink, made with the AWS
 #               CLI and allowed only GetTableBucket, GetTable, GetTableMetadataLocation, GetTableData,
 #               UpdateTableMetadataLocation, PutTableData on the bucket and its tables; no denial allowed
+#               iam-role: the same actions granted to role kafka-sink-role only; user kafka-sink may do
+#               nothing but sts:AssumeRole on it (trust policy naming the user); the connector signs with
+#               the session's temporary credentials (rest.session-token, s3.session-token)
+#               cluster: floe is 3 nodes on a test PostgreSQL and a shared S3 store behind HAProxy
+#               (tests/compat/cluster.py), each request to the next node in turn
 #      COMMIT_INTERVAL_MS (10000)  TASKS_MAX (2)  WAIT_SECS (300)  KEEP=1 keeps the run dir
 #      FLOE_BIN (build/floe)
 # Logs: tests/compat/.cache/runs/<run>/{floe,kafka,connect}.log
@@ -32,7 +37,7 @@ CHECKSUM="${CHECKSUM:-default}"
 COMMIT_INTERVAL_MS="${COMMIT_INTERVAL_MS:-10000}"
 TASKS_MAX="${TASKS_MAX:-2}"
 WAIT_SECS="${WAIT_SECS:-600}"
-SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss | iam
+SCENARIO="${SCENARIO:-plain}"   # plain | kill-connect | kill-floe | auto-evolve | oss | iam | iam-role | cluster
 OSS_DOMAIN=oss.floe.test
 if [ "$SCENARIO" = auto-evolve ]; then export COMPAT_EVOLVE_FROM=$(( N / 2 )); fi
 FLOE_BIN="${FLOE_BIN:-$REPO/build/floe}"
@@ -75,7 +80,7 @@ stop_pid() { # pid secs: SIGTERM, wait up to secs, then SIGKILL
 cleanup() {
   local rc=$?
   # producer and Connect first, then the broker, then floe
-  stop_pid "$PROD_PID" 5; stop_pid "$CONNECT_PID" 20; stop_pid "$KAFKA_PID" 20; stop_pid "$FLOE_PID" 10
+  stop_pid "$PROD_PID" 5; stop_pid "$CONNECT_PID" 20; stop_pid "$KAFKA_PID" 20; stop_pid "$FLOE_PID" "$FLOE_STOP_SECS"
   for p in "${PIDS[@]}"; do stop_pid "$p" 2; done
   log "stopped; logs in $RUN (rc=$rc)"
   [ "${KEEP:-1}" = 1 ] || rm -rf "$RUN"
@@ -100,7 +105,17 @@ wait_for() { # secs description command...
 # ---- floe ---------------------------------------------------------------------
 FLOE_ARGS=()
 [ "$SCENARIO" != oss ] || FLOE_ARGS=(--location-scheme oss --s3-domain $OSS_DOMAIN)
+FLOE_STOP_SECS=10
+[ "$SCENARIO" != cluster ] || FLOE_STOP_SECS=60   # three nodes, HAProxy, the store and PostgreSQL
 start_floe() {
+  if [ "$SCENARIO" = cluster ]; then
+    : >>"$RUN/floe.log"
+    FLOE_BIN="$FLOE_BIN" "$REPO/.venv/bin/python" "$HERE/cluster.py" "$RUN" $S3P $CATP >>"$RUN/cluster.log" 2>&1 &
+    FLOE_PID=$!; PIDS+=($FLOE_PID)
+    wait_for 90 "floe cluster /health" curl -sf "$S3/health"
+    log "floe cluster up (haproxy: s3 $S3, catalog $CAT; pid $FLOE_PID; nodes' logs go to floe.log at the end)"
+    return
+  fi
   "$FLOE_BIN" serve --data-dir "$RUN/floe-data" --s3-listen 127.0.0.1:$S3P \
       --catalog-listen 127.0.0.1:$CATP --region $REGION "${FLOE_ARGS[@]}" >>"$RUN/floe.log" 2>&1 &
   FLOE_PID=$!; PIDS+=($FLOE_PID)
@@ -246,8 +261,8 @@ fi
 fi
 
 # ---- iam: the connector signs as an IAM user allowed only what the sink does ------------------
-SINK_AK=$FLOE_ROOT_ACCESS_KEY_ID SINK_SK=$FLOE_ROOT_SECRET_ACCESS_KEY
-if [ "$SCENARIO" = iam ]; then
+SINK_AK=$FLOE_ROOT_ACCESS_KEY_ID SINK_SK=$FLOE_ROOT_SECRET_ACCESS_KEY SINK_TOKEN=""
+if [ "$SCENARIO" = iam ] || [ "$SCENARIO" = iam-role ]; then
   aws_i() { "$AWS" iam --endpoint-url "$CAT" --region $REGION "$@"; }
   # getConfig; tableExists (HEAD); loadTable; updateTable; data and metadata files through S3FileIO
   cat > "$RUN/sink-policy.json" <<J
@@ -257,11 +272,40 @@ if [ "$SCENARIO" = iam ]; then
   "Resource": ["$ARN", "$ARN/table/*"]}]}
 J
   aws_i create-user --user-name kafka-sink >/dev/null || die "iam create-user"
-  aws_i put-user-policy --user-name kafka-sink --policy-name sink \
-      --policy-document "file://$RUN/sink-policy.json" || die "iam put-user-policy"
   read -r SINK_AK SINK_SK < <(aws_i create-access-key --user-name kafka-sink \
       --query 'AccessKey.[AccessKeyId,SecretAccessKey]' --output text) || die "iam create-access-key"
-  log "IAM user kafka-sink ($SINK_AK) with $(tr -d '\n' < "$RUN/sink-policy.json" | grep -o 's3tables:[A-Za-z]*' | tr '\n' ' ')"
+  if [ "$SCENARIO" = iam ]; then
+    aws_i put-user-policy --user-name kafka-sink --policy-name sink \
+        --policy-document "file://$RUN/sink-policy.json" || die "iam put-user-policy"
+    log "IAM user kafka-sink ($SINK_AK) with $(tr -d '\n' < "$RUN/sink-policy.json" | grep -o 's3tables:[A-Za-z]*' | tr '\n' ' ')"
+  else
+    USER_ARN=$(aws_i get-user --user-name kafka-sink --query User.Arn --output text) || die "iam get-user"
+    ROLE_ARN=${USER_ARN%:user/*}:role/kafka-sink-role
+    printf '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "%s"}, "Action": "sts:AssumeRole"}]}\n' \
+        "$USER_ARN" > "$RUN/trust.json"
+    printf '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": "%s"}]}\n' \
+        "$ROLE_ARN" > "$RUN/assume.json"
+    aws_i create-role --role-name kafka-sink-role --assume-role-policy-document "file://$RUN/trust.json" >/dev/null \
+        || die "iam create-role"
+    aws_i put-role-policy --role-name kafka-sink-role --policy-name sink \
+        --policy-document "file://$RUN/sink-policy.json" || die "iam put-role-policy"
+    aws_i put-user-policy --user-name kafka-sink --policy-name assume \
+        --policy-document "file://$RUN/assume.json" || die "iam put-user-policy"
+    # the user itself may do nothing but assume the role
+    ! AWS_ACCESS_KEY_ID=$SINK_AK AWS_SECRET_ACCESS_KEY=$SINK_SK "$AWS" s3tables --endpoint-url "$CAT" --region $REGION \
+        get-table-bucket --table-bucket-arn "$ARN" >/dev/null 2>&1 || die "kafka-sink's own key reads the bucket"
+    read -r SINK_AK SINK_SK SINK_TOKEN < <(AWS_ACCESS_KEY_ID=$SINK_AK AWS_SECRET_ACCESS_KEY=$SINK_SK \
+        "$AWS" sts --endpoint-url "$CAT" --region $REGION assume-role --role-arn "$ROLE_ARN" \
+        --role-session-name connect --duration-seconds 3600 \
+        --query 'Credentials.[AccessKeyId,SecretAccessKey,SessionToken]' --output text) || die "sts assume-role"
+    [ -n "$SINK_TOKEN" ] || die "sts assume-role: no session token"
+    log "role kafka-sink-role with $(tr -d '\n' < "$RUN/sink-policy.json" | grep -o 's3tables:[A-Za-z]*' | tr '\n' ' '), assumed by user kafka-sink: session key $SINK_AK"
+  fi
+fi
+TOKEN_PROPS=""
+if [ -n "$SINK_TOKEN" ]; then
+  TOKEN_PROPS='  "iceberg.catalog.rest.session-token": "'$SINK_TOKEN'",
+  "iceberg.catalog.s3.session-token": "'$SINK_TOKEN'",'
 fi
 
 # ---- connector -----------------------------------------------------------------
@@ -296,6 +340,7 @@ cat > "$RUN/connector.json" <<J
   "iceberg.catalog.rest.signing-name": "osstables",
   "iceberg.catalog.rest.access-key-id": "$SINK_AK",
   "iceberg.catalog.rest.secret-access-key": "$SINK_SK",
+$TOKEN_PROPS
 $IO_PROPS
   "iceberg.catalog.client.region": "$REGION",
   "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -304,6 +349,7 @@ $IO_PROPS
   "value.converter.schemas.enable": "false"$EXTRA_CONNECTOR_PROPS
 }}
 J
+AUDIT_FROM=$(( $(wc -l < "$RUN/floe.log") + 1 )) # the connector's requests are audited from here on
 curl -sf -X POST -H 'Content-Type: application/json' --data @"$RUN/connector.json" "$REST/connectors" >"$RUN/connector-created.json" \
   || die "POST /connectors: $(curl -s -X POST -H 'Content-Type: application/json' --data @"$RUN/connector.json" "$REST/connectors")"
 connector_running() {
@@ -367,10 +413,11 @@ wait $PROD_PID || die "producer failed: $(tail -3 "$RUN/produce.log")"
 (cd "$HERE" && "$PY" check.py verify "$CAT/iceberg" "$S3" "$ARN" "$NS" "$TABLE" "$N") >"$RUN/verify.txt" 2>&1 \
   || { tail -30 "$RUN/verify.txt"; die "verify"; }
 grep -v '^snapshot ' "$RUN/verify.txt"; log "$(grep -c '^snapshot ' "$RUN/verify.txt") snapshots; last: $(grep '^snapshot ' "$RUN/verify.txt" | tail -1 | cut -c1-400)"
-if [ "$SCENARIO" = iam ]; then # least privilege, yet nothing the sink asked for was refused
-  DENIED=$(grep -c '"decision":"deny".*kafka-sink' "$RUN/floe.log" || true)
-  [ "$DENIED" = 0 ] || { grep '"decision":"deny".*kafka-sink' "$RUN/floe.log" | head -5; die "$DENIED denials of kafka-sink"; }
-  log "kafka-sink: no request refused ($(grep -c '"decision":"write".*kafka-sink' "$RUN/floe.log" || true) writes audited)"
+if [ "$SCENARIO" = iam ] || [ "$SCENARIO" = iam-role ]; then # least privilege, yet nothing the sink asked for was refused
+  DENIED=$(tail -n +$AUDIT_FROM "$RUN/floe.log" | grep -c '"decision":"deny".*kafka-sink' || true)
+  [ "$DENIED" = 0 ] || { tail -n +$AUDIT_FROM "$RUN/floe.log" | grep '"decision":"deny".*kafka-sink' | head -5; die "$DENIED denials of kafka-sink"; }
+  log "kafka-sink: no request refused ($(grep -c '"decision":"write".*kafka-sink' "$RUN/floe.log" || true) writes audited$(
+      [ -z "$SINK_TOKEN" ] || printf ', %s by the assumed role' "$(grep -c '"decision":"write".*assumed-role/kafka-sink-role' "$RUN/floe.log" || true)"))"
 fi
 log "PASS: $N events -> exactly $N rows (Iceberg $ICEBERG_VERSION, checksum $CHECKSUM, scenario $SCENARIO, task restarts $RESTARTS)"
 if [ "${DEMO:-0}" = 1 ]; then

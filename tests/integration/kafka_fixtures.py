@@ -21,6 +21,22 @@ KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "3.9.2")
 KLIB = REPO / "tests/compat/.cache" / ("kafka-" + KAFKA_VERSION) / "lib"
 
 
+class LocalHttp:
+    """A test peer's HTTP server on 127.0.0.1 (a free port), serving handler on a
+    daemon thread: url, close(). Subclasses build their handler class and call
+    serve(handler)."""
+
+    def serve(self, handler):
+        from http.server import ThreadingHTTPServer
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 class Broker:
     def __init__(self, workdir):
         self.dir = Path(workdir)

@@ -80,6 +80,24 @@ def restart():
     subprocess.run(["bash", str(SCRIPT), "restart", _STATE["dir"]], check=True, capture_output=True, timeout=120)
 
 
+def restart_under(writer, n, join_s=60):
+    """Runs writer(w) for w in 0..n-1 on threads, restarts the server after 1 s
+    of their load, and returns 2 s after it came back, once they stopped: the
+    writers loop until the threading.Event they get as stop is set."""
+    import threading
+    import time
+    stop = threading.Event()
+    threads = [threading.Thread(target=writer, args=(w, stop)) for w in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    restart()
+    time.sleep(2.0)
+    stop.set()
+    for t in threads:
+        t.join(join_s)
+
+
 def halt():
     server()
     subprocess.run(["bash", str(SCRIPT), "halt", _STATE["dir"]], check=True, capture_output=True, timeout=120)

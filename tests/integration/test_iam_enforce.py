@@ -261,6 +261,7 @@ def _iam_cache_misses(floe):
     raise AssertionError("no floe_iam_cache_lookups_total in /metrics")
 
 
+@pytest.mark.single_node("reads one node's IAM cache counters; a cluster spreads the requests over several caches")
 def test_table_commit_keeps_the_iam_cache(floe, world, new_user):
     """A table commit (updateTable) moves only the metadata pointer: the keys,
     policies and table lookups cached for authorisation stay valid, so the

@@ -1,11 +1,27 @@
-"""The source document's Action table, action by action: for each of its 32
-actions a call that needs it (S3 Tables API through boto3; GetTableData /
+"""The source document's Action table as a matrix: each of its 32 actions
+(a call that needs it: S3 Tables API through boto3; GetTableData /
 PutTableData on the S3 data plane; and the Iceberg REST operations that need
-a single action, as raw SigV4-signed requests), made by a user allowed
-exactly that action (plus CreateTable for PutTableEncryption, which is asked
-by CreateTable with an encryptionConfiguration) and by a user allowed
-everything but it (s3tables:* with an explicit Deny of it): the first
-succeeds, the second gets 403 (AccessDeniedException / AccessDenied /
+a single action, as raw SigV4-signed requests) made by each kind of caller:
+
+  root           the owning account's root, no policy: allowed
+  no_policy      a user of the owning account without any policy: denied
+  identity       a user whose identity policy allows exactly it (plus
+                 CreateTable for PutTableEncryption, which CreateTable with an
+                 encryptionConfiguration asks): allowed
+  resource_only  a user without identity policy, named by the table-bucket
+                 policies (and the table's policy) of the owning account:
+                 allowed, but for CreateTableBucket / ListTableBuckets, which
+                 act on no existing resource: denied
+  cross_both     a user of another account, allowed by its identity policy
+                 and by the owner's resource policies, for the actions the
+                 document allows across accounts: allowed
+  cross_never    the same, for the actions the document says are never
+                 cross-account: denied whatever the policies say
+                 (CreateTableBucket / ListTableBuckets act in the caller's own
+                 account: they succeed and the owner's account is untouched)
+  explicit_deny  a user allowed s3tables:* and denied exactly it: denied
+
+Every denial is a 403 (AccessDeniedException / AccessDenied /
 ForbiddenException) and the call changed nothing, as root sees."""
 import json
 import uuid
@@ -32,10 +48,43 @@ def uid(p):
     return "%s%s" % (p, uuid.uuid4().hex[:8])
 
 
-def nobody_policy(resource, sid):
-    return json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Sid": sid, "Effect": "Allow", "Principal": {"AWS": NOBODY}, "Action": "s3tables:GetTable",
-         "Resource": resource}]})
+def nobody_policy(resource, sid, w=None):
+    """A resource policy with a statement for nobody (sid), keeping the
+    matrix's current grant (w["grant"]) so that setting it up does not undo it."""
+    st = [{"Sid": sid, "Effect": "Allow", "Principal": {"AWS": NOBODY}, "Action": "s3tables:GetTable",
+           "Resource": resource}]
+    return json.dumps({"Version": "2012-10-17", "Statement": st + grant_statements(w, resource)})
+
+
+def grant_statements(w, resource):
+    """The resource_only / cross columns' grant: the caller w["grant"] =
+    (principal ARN, actions) on resource (a bucket's ARN covers its tables)."""
+    if not w or not w.get("grant"):
+        return []
+    who, acts = w["grant"]
+    res = [resource] if "/table/" in resource else [resource, resource + "/table/*"]
+    return [{"Sid": "Grant", "Effect": "Allow", "Principal": {"AWS": who}, "Action": acts, "Resource": res}]
+
+
+def put_grants(w, buckets):
+    for b in buckets:
+        w["s3t"].put_table_bucket_policy(tableBucketARN=b, resourcePolicy=json.dumps({
+            "Version": "2012-10-17", "Statement": grant_statements(w, b)}))
+    w["s3t"].put_table_policy(tableBucketARN=w["B"], namespace=w["ns"], name="t", resourcePolicy=json.dumps({
+        "Version": "2012-10-17", "Statement": grant_statements(w, w["tarn"])}))
+
+
+def drop_grants(w):
+    w["grant"] = None
+    for b in (w["B"], w["PB"]):
+        try:
+            w["s3t"].delete_table_bucket_policy(tableBucketARN=b)
+        except ClientError:
+            pass
+    try:
+        w["s3t"].delete_table_policy(tableBucketARN=w["B"], namespace=w["ns"], name="t")
+    except ClientError:
+        pass
 
 
 def kms(n):
@@ -116,17 +165,20 @@ def _cases():
         return n
 
     def new_bucket(w):
-        return w["s3t"].create_table_bucket(name=uid("mxd-"))["arn"]
+        arn = w["s3t"].create_table_bucket(name=uid("mxd-"))["arn"]
+        if w.get("grant"):
+            put_grants(w, [arn])
+        return arn
 
     def bucket_policy(w):
         sid = uid("S")
-        w["s3t"].put_table_bucket_policy(tableBucketARN=w["PB"], resourcePolicy=nobody_policy(w["PB"], sid))
+        w["s3t"].put_table_bucket_policy(tableBucketARN=w["PB"], resourcePolicy=nobody_policy(w["PB"], sid, w))
         return sid
 
     def table_policy(w):
         sid = uid("S")
         w["s3t"].put_table_policy(tableBucketARN=w["B"], namespace=w["ns"], name="t",
-                                  resourcePolicy=nobody_policy(w["tarn"], sid))
+                                  resourcePolicy=nobody_policy(w["tarn"], sid, w))
         return sid
 
     def has_bucket_policy(w, sid):
@@ -297,32 +349,105 @@ def _denied(e):
     return False
 
 
-def test_every_action_of_the_document(floe, mx, new_user):
+# The document's "Cross-Account Access" column: the actions it says are "Not allowed".
+NEVER_CROSS = {
+    "CreateTableBucket", "ListTableBuckets", "PutTableBucketPolicy", "GetTableBucketPolicy",
+    "DeleteTableBucketPolicy", "PutTableBucketEncryption", "GetTableBucketEncryption",
+    "DeleteTableBucketEncryption", "PutTablePolicy", "GetTablePolicy", "DeleteTablePolicy",
+    "GetTableEncryption", "PutTableEncryption",
+}
+NO_RESOURCE = {"CreateTableBucket", "ListTableBuckets"}  # no resource policy can name what they act on
+COLUMNS = ["root", "no_policy", "identity", "resource_only", "cross_both", "cross_never", "explicit_deny"]
+
+
+class Keys:
+    def __init__(self, ak, sk, name=None, arn=None):
+        self.ak, self.sk, self.name, self.arn = ak, sk, name, arn
+
+
+@pytest.fixture(scope="module")
+def other_account(floe):
+    """Another account (floe admin) with one user and its key."""
+    from test_iam_accounts import Account
+    a = Account(floe)
+    name, ak, sk, arn = a.user()
+    return a, Keys(ak, sk, name, arn)
+
+
+def _expect(col, action, extra):
+    """'allow', 'deny' or 'own' (runs in the caller's own account), or None: not this column's."""
+    acts = [action] + extra
+    never = any(x in NEVER_CROSS for x in acts)
+    if col in ("root", "identity"):
+        return "allow"
+    if col in ("no_policy", "explicit_deny"):
+        return "deny"
+    if col == "resource_only":
+        return "deny" if action in NO_RESOURCE else "allow"
+    if col == "cross_both":
+        return None if never else "allow"
+    if col == "cross_never":
+        return None if not never else ("own" if action in NO_RESOURCE else "deny")
+    raise AssertionError(col)
+
+
+@pytest.mark.parametrize("col", COLUMNS)
+def test_every_action_of_the_document(floe, mx, new_user, other_account, col):
+    from conftest import ACCESS_KEY, SECRET_KEY
     cases = _cases()
     assert {c[0] for c in cases} == DOC_ACTIONS  # the table, whole
-    allowed, denied = new_user(), new_user()
-    ca, cd = Caller(floe, allowed, mx["B"]), Caller(floe, denied, mx["B"])
-    failures = []
+    assert NEVER_CROSS < DOC_ACTIONS
+    if col == "root":
+        who = Keys(ACCESS_KEY, SECRET_KEY)
+    elif col.startswith("cross"):
+        acct, who = other_account
+    else:
+        who = new_user()
+    c = Caller(floe, who, mx["B"])
+    failures, ran = [], 0
     for action, extra, setup, call, unchanged in cases:
-        allowed.put(["s3tables:" + a for a in [action] + extra])
-        denied.iam.put_user_policy(UserName=denied.name, PolicyName="p", PolicyDocument=json.dumps({
-            "Version": "2012-10-17", "Statement": [
-                {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": "*"},
-                {"Effect": "Deny", "Action": "s3tables:" + action, "Resource": "*"}]}))
+        expect = _expect(col, action, extra)
+        if expect is None:
+            continue
+        ran += 1
+        acts = ["s3tables:" + a for a in [action] + extra]
+        if col == "identity":
+            who.put(acts)
+        elif col == "explicit_deny":
+            who.iam.put_user_policy(UserName=who.name, PolicyName="p", PolicyDocument=json.dumps({
+                "Version": "2012-10-17", "Statement": [
+                    {"Effect": "Allow", "Action": ["s3tables:*"], "Resource": "*"},
+                    {"Effect": "Deny", "Action": "s3tables:" + action, "Resource": "*"}]}))
+        elif col in ("resource_only", "cross_both", "cross_never"):
+            mx["grant"] = (who.arn, acts)
+            put_grants(mx, [mx["B"], mx["PB"]])
+            if col != "resource_only":
+                acct.iam.put_user_policy(UserName=who.name, PolicyName="p", PolicyDocument=json.dumps({
+                    "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": acts, "Resource": "*"}]}))
         try:
-            call(ca, mx, setup(mx) if setup else None)
-        except Exception as e:  # noqa: BLE001
-            failures.append("%s allowed: %r" % (action, e))
-        arg = setup(mx) if setup else None
-        try:
-            call(cd, mx, arg)
-            failures.append("%s denied: it succeeded" % action)
-        except Exception as e:  # noqa: BLE001
-            if not _denied(e):
-                failures.append("%s denied: %r" % (action, e))
-        if unchanged and not unchanged(mx, arg):
-            failures.append("%s denied: it changed something" % action)
-    assert not failures, "\n".join(failures)
+            arg = setup(mx) if setup else None
+            try:
+                out = call(c, mx, arg)
+                if expect == "deny":
+                    failures.append("%s: it succeeded" % action)
+                elif expect == "own":
+                    if action == "ListTableBuckets":
+                        names = [b["arn"] for b in out["tableBuckets"]]
+                        if mx["B"] in names or mx["PB"] in names:
+                            failures.append("%s: listed the other account's buckets" % action)
+                    elif unchanged and not unchanged(mx, arg):
+                        failures.append("%s: acted in the other account" % action)
+            except Exception as e:  # noqa: BLE001
+                if expect != "deny":
+                    failures.append("%s %s: %r" % (action, expect, e))
+                elif not _denied(e):
+                    failures.append("%s denied: %r" % (action, e))
+                elif unchanged and not unchanged(mx, arg):
+                    failures.append("%s denied: it changed something" % action)
+        finally:
+            if col in ("resource_only", "cross_both", "cross_never"):
+                drop_grants(mx)
+    assert ran and not failures, "%s:\n%s" % (col, "\n".join(failures))
 
 
 def test_create_with_encryption_needs_the_encryption_action(floe, mx, new_user):

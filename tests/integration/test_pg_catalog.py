@@ -9,7 +9,6 @@ Needs Debian's PostgreSQL server binaries (skips otherwise). Uses the session's
 test PostgreSQL (pgserver.py), which it stops and starts: other servers on it
 see a short outage."""
 import signal
-import threading
 import time
 
 import pytest
@@ -55,9 +54,9 @@ def test_health_reports_the_database(floe_factory):
 def test_restart_under_load_loses_nothing(floe_factory):
     srv = pg_floe(floe_factory)
     rest = make_table(srv)
-    acked, answers, stop = [], [], threading.Event()
+    acked, answers = [], []
 
-    def writer(w):
+    def writer(w, stop):
         me = RestRaw(srv, rest.arn)
         i = 0
         while not stop.is_set():
@@ -69,15 +68,7 @@ def test_restart_under_load_loses_nothing(floe_factory):
                 acked.append(key)
             time.sleep(0.01)
 
-    threads = [threading.Thread(target=writer, args=(w,)) for w in range(3)]
-    for t in threads:
-        t.start()
-    time.sleep(1.0)
-    pgserver.restart()
-    time.sleep(2.0)
-    stop.set()
-    for t in threads:
-        t.join(60)
+    pgserver.restart_under(writer, 3)
     # floe recovered by itself: commits land again, and every acknowledged one is there
     assert commit(rest, "after").status_code == 200
     props = rest.load_table("ns", "t").json()["metadata"]["properties"]

@@ -87,3 +87,35 @@ def test_three_nodes_share_the_catalog(floe_factory):
         value={"status": "disabled"})
     got = clients[2].get_table_bucket_maintenance_configuration(tableBucketARN=arn)
     assert got["configuration"]["icebergUnreferencedFileRemoval"]["status"] == "disabled"
+
+
+def test_iam_change_reaches_other_nodes_at_once(floe_factory):
+    """A key deleted through one node is refused by another node that had it
+    cached, well within the cache's 1 s lifetime: the writer's NOTIFY empties
+    the other nodes' caches (LISTEN on the shared PostgreSQL)."""
+    import time
+
+    from iam_fixtures import iam_client, s3_client
+
+    db = pgserver.fresh_database()
+    a, b = (floe_factory(extra_args=["--catalog-db", db]) for _ in range(2))
+    root = iam_client(a)
+    root.create_user(UserName="leaver")
+    root.put_user_policy(UserName="leaver", PolicyName="all", PolicyDocument=(
+        '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:ListAllMyBuckets","Resource":"*"}]}'))
+    key = root.create_access_key(UserName="leaver")["AccessKey"]
+    on_b = s3_client(b, key["AccessKeyId"], key["SecretAccessKey"])
+    for _ in range(3):            # on b, and in b's cache
+        on_b.list_buckets()
+    root.delete_access_key(UserName="leaver", AccessKeyId=key["AccessKeyId"])
+    deleted = time.monotonic()
+    while True:
+        try:
+            on_b.list_buckets()
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == "InvalidAccessKeyId", e.response["Error"]
+            break
+        assert time.monotonic() - deleted < 0.4, "node b still served a key deleted through node a"
+        time.sleep(0.02)
+    root.delete_user_policy(UserName="leaver", PolicyName="all")
+    root.delete_user(UserName="leaver")

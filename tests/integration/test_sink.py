@@ -138,7 +138,10 @@ def test_static_table_exactly_n(tmp_path, floe, table_bucket, rest_catalog, kafk
 
 def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
     """SIGKILL floe sink at random points while a producer writes N records; restart it
-    each time; the table ends with exactly N rows, no duplicates."""
+    each time; the table ends with exactly N rows, no duplicates. Every fifth round the
+    process instead dies right after a table commit and before the group offsets (the fault
+    point FLOE_SINK_FAULT=after-table-commit:K, K random), the window a random kill rarely
+    hits (FLOE_SINK_KILLS rounds: 6 here, 50 in `make soak-sink`)."""
     ns, topic = "kill_%s" % uuid.uuid4().hex[:6], "kill-" + uuid.uuid4().hex[:6]
     make_events_table(rest_catalog, ns, "events")
     kafka.create_topic(topic, 3)
@@ -148,6 +151,14 @@ def test_sigkill_while_producing_exactly_n(tmp_path, floe, table_bucket, rest_ca
     rnd = random.Random(int(os.environ.get("FLOE_SINK_SEED", "11")))
     try:
         for k in range(kills):
+            if k % 5 == 4:   # between the table commit and the group offsets
+                sink = Sink(cfg, env={"FLOE_SINK_FAULT": "after-table-commit:%d" % rnd.randint(1, 3)},
+                            args=["--bootstrap-servers", kafka.bootstrap]).start()
+                try:
+                    assert sink.wait(15) == 137, sink.log()[-3000:]
+                except subprocess.TimeoutExpired:   # nothing left to commit: an ordinary kill
+                    sink.kill()
+                continue
             sink = Sink(cfg, args=["--bootstrap-servers", kafka.bootstrap]).start()
             time.sleep(rnd.uniform(0.5, 2.5))
             assert sink.proc.poll() is None, sink.log()[-3000:]
@@ -426,3 +437,62 @@ def test_tolerance_none_stops_and_commits_nothing_of_the_batch(tmp_path, floe, t
     assert "%s-0@5" % topic in sink.log() and "id" in sink.log()
     t = rows(rest_catalog, ns + ".events")
     assert t.num_rows == 0
+
+
+def test_null_items_in_arrays(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """Arrays whose items are null: schemaless JSON (auto-created, the element type inferred
+    from the first item that is not null), the Connect envelope with optional items, and a
+    table made beforehand with an optional list element: every null item lands as null, in
+    its place."""
+    ns, topic = "nulls_%s" % uuid.uuid4().hex[:6], "nulls-" + uuid.uuid4().hex[:6]
+    kafka.create_topic(topic, 1)
+    from pyiceberg.types import ListType
+    rest_catalog.create_namespace_if_not_exists(ns)
+    rest_catalog.create_table("%s.made" % ns, schema=Schema(
+        NestedField(1, "id", LongType(), required=False),
+        NestedField(2, "tags", ListType(3, StringType(), element_required=False), required=False)))
+    plain = [{"id": 0, "tbl": "auto", "tags": [None, "a", None], "nums": [1, None, 3]},
+             {"id": 1, "tbl": "auto", "tags": [None], "nums": [None, None]},
+             {"id": 2, "tbl": "auto", "tags": ["b"], "nums": []},
+             {"id": 3, "tbl": "made", "tags": ["x", None, "y"]},
+             {"id": 4, "tbl": "made", "tags": [None]}]
+    vals = [json.dumps(dict(v, tbl="%s.%s" % (ns, v["tbl"]))) for v in plain]
+    env_fields = [{"field": "id", "type": "int64", "optional": False},
+                  {"field": "tbl", "type": "string", "optional": False},
+                  {"field": "tags", "type": "array", "optional": True,
+                   "items": {"type": "string", "optional": True}}]
+    for i, tags in ((5, [None, "e", None]), (6, [None])):
+        vals.append(json.dumps({"schema": {"type": "struct", "fields": env_fields, "optional": False},
+                                "payload": {"id": i, "tbl": "%s.env" % ns, "tags": tags}}))
+    kafka.produce(topic, vals[:5])
+    doc = connector(floe, table_bucket, "nulls-" + topic, topics=topic, **{
+        "iceberg.tables.dynamic-enabled": "true", "iceberg.tables.route-field": "tbl",
+        "iceberg.tables.auto-create-enabled": "true", "iceberg.control.commit.interval-ms": "300"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        auto = wait_rows(rest_catalog, ns + ".auto", 3, sink)
+        made = wait_rows(rest_catalog, ns + ".made", 2, sink)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    # the envelope: a second sink with schemas.enable, on a topic of its own
+    kafka.create_topic(topic + "-env", 1)
+    kafka.produce(topic + "-env", vals[5:])
+    doc["config"]["value.converter.schemas.enable"] = "true"
+    doc["config"]["topics"] = topic + "-env"
+    doc["name"] = doc["name"] + "-env"
+    ns_env = json.loads(vals[5])["payload"]["tbl"]
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        env = wait_rows(rest_catalog, ns_env, 2, sink)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    got = {r["id"]: r for r in auto.to_pylist()}
+    assert got[0]["tags"] == [None, "a", None] and got[0]["nums"] == [1, None, 3]
+    assert got[1]["tags"] == [None] and got[1]["nums"] == [None, None]
+    assert got[2]["tags"] == ["b"] and got[2]["nums"] == []
+    t = rest_catalog.load_table(ns + ".auto").schema()
+    assert str(t.find_field("tags").field_type) == "list<string>" and not t.find_field("tags").field_type.element_required
+    assert str(t.find_field("nums").field_type) == "list<long>"
+    assert {r["id"]: r["tags"] for r in made.to_pylist()} == {3: ["x", None, "y"], 4: [None]}
+    assert {r["id"]: r["tags"] for r in env.to_pylist()} == {5: [None, "e", None], 6: [None]}
+    assert not rest_catalog.load_table(ns_env).schema().find_field("tags").field_type.element_required

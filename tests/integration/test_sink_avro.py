@@ -2,9 +2,16 @@
 (magic 0, 4-byte schema id, Avro binary), encoded by fastavro (a real Avro library), the
 writer schemas served by a STAND-IN registry: a small HTTP server in this test with the
 Confluent REST shape (GET /schemas/ids/<id> -> {"schema": "..."}, 404 with error_code
-40403, basic auth). No Confluent-compatible registry can run here (Confluent's is not on
-Maven Central, Karapace is not on PyPI, Apicurio's Quarkus app needs its build step), so
-this server stands in for one; what floe sink does with its answers is what is tested.
+40403, basic auth). No Confluent-compatible registry can be installed from the package
+registries this project reaches (checked again for issue 11): Confluent's is not on Maven
+Central; `pip install karapace` finds no distribution on PyPI; Apicurio Registry publishes no
+runnable jar there (no `runner` classifier for any io.apicurio:apicurio-registry-app version),
+and building one with Quarkus's build step from the app artifact fails on modules that are not
+on Maven Central: 3.3.3 needs apicurio-registry-schema-util-provider and
+apicurio-registry-contracts-rules 3.3.3, 3.0.9's parent POM io.apicurio:apicurio-registry:3.0.9
+and apicurio-registry-utils-kafka 3.0.9 are missing, 2.6.13.Final needs
+apicurio-registry-schema-util-provider 2.6.13.Final. So this server stands in for one; what
+floe sink does with its answers is what is tested.
 
 Shown: auto-create infers the table from the Avro schema (nested records, arrays, maps,
 nullable unions, logical types date / time-millis / timestamp-millis / timestamp-micros /
@@ -17,13 +24,12 @@ import decimal
 import io
 import json
 import struct
-import threading
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import fastavro
 
-from kafka_fixtures import Sink, kafka  # noqa: F401
+from kafka_fixtures import LocalHttp, Sink, kafka  # noqa: F401
 from rest_fixtures import rest_catalog, s3tables, table_bucket  # noqa: F401
 from test_sink import connector, wait_rows, write_config
 
@@ -54,7 +60,7 @@ SCHEMA_V2 = json.loads(json.dumps(SCHEMA_V1))
 SCHEMA_V2["fields"].append({"name": "extra", "type": ["null", "string"], "default": None})
 
 
-class Registry:
+class Registry(LocalHttp):
     """The stand-in registry: schemas by id, basic auth, a count of fetches per id."""
 
     def __init__(self, schemas):
@@ -87,13 +93,7 @@ class Registry:
                     return self._send(404, {"error_code": 40403, "message": "Schema %d not found" % sid})
                 return self._send(404, {"error_code": 404, "message": "HTTP 404 Not Found"})
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.url = "http://127.0.0.1:%d" % self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(H)
 
 
 def wire(schema_id, schema, rec):
@@ -121,6 +121,20 @@ def event(i):
     }
 
 
+def avro_connector(floe, arn, name, topic, ns, reg, dlq, **extra):
+    """AvroConverter with the stand-in registry and basic auth into an auto-created ns.events;
+    bad records to dlq."""
+    doc = connector(floe, arn, name, topics=topic, **{
+        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": reg.url,
+        "value.converter.basic.auth.credentials.source": "USER_INFO",
+        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq, **extra})
+    doc["config"].pop("value.converter.schemas.enable")
+    return doc
+
+
 def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
     ns, topic, dlq = "avro_%s" % uuid.uuid4().hex[:6], "av-" + uuid.uuid4().hex[:6], "avdlq-" + uuid.uuid4().hex[:6]
     kafka.create_topic(topic, 2)
@@ -132,15 +146,8 @@ def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_
     vals.insert(9, b"\x00\x00\x00\x00\x63" + vals[0][5:])           # schema id 99: not in the registry
     vals += [wire(2, SCHEMA_V2, dict(event(1000 + i), extra="x%d" % i)) for i in range(n2)]
     kafka.produce(topic, vals, partition=0)
-    doc = connector(floe, table_bucket, "avro-" + topic, topics=topic, **{
-        "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
-        "iceberg.tables.evolve-schema-enabled": "true",
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": reg.url,
-        "value.converter.basic.auth.credentials.source": "USER_INFO",
-        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
-        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
-    doc["config"].pop("value.converter.schemas.enable")
+    doc = avro_connector(floe, table_bucket, "avro-" + topic, topic, ns, reg, dlq,
+                         **{"iceberg.tables.evolve-schema-enabled": "true"})
     sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
     try:
         t = wait_rows(rest_catalog, ns + ".events", n1 + n2, sink)
@@ -207,3 +214,47 @@ def test_avro_registry_refuses_wrong_credentials(tmp_path, floe, table_bucket, r
     assert rc == 1, sink.log()[-3000:]
     assert "HTTP 401" in sink.log() and "%s-0@0" % topic in sink.log(), sink.log()[-3000:]
     assert "wrong" not in sink.log()
+
+
+SCHEMA_NULL_ITEMS = {
+    "type": "record", "name": "Tagged", "namespace": "com.example",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "tags", "type": {"type": "array", "items": ["null", "string"]}},
+        {"name": "nums", "type": ["null", {"type": "array", "items": ["null", "long"]}], "default": None},
+    ]}
+
+
+def test_avro_null_items_and_unknown_id_flood(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """Arrays whose items are ["null", T] land with their nulls in place (the list element is
+    optional); a flood of records naming a schema id the registry does not have goes to the
+    dead-letter topic with one registry request for that id, not one per record (the id is
+    remembered for FL_SINK_UNKNOWN_SCHEMA_TTL_MS)."""
+    ns, topic, dlq = "avn_%s" % uuid.uuid4().hex[:6], "avn-" + uuid.uuid4().hex[:6], "avndlq-" + uuid.uuid4().hex[:6]
+    kafka.create_topic(topic, 1)
+    kafka.create_topic(dlq, 1)
+    reg = Registry({5: SCHEMA_NULL_ITEMS})
+    recs = [{"id": i, "tags": [None, "t%d" % i, None][: 1 + i % 3], "nums": None if i % 4 == 0 else [i, None]}
+            for i in range(20)]
+    good = [wire(5, SCHEMA_NULL_ITEMS, r) for r in recs]
+    bogus, flood = b"\x00\x00\x00\x00\x4d" + good[1][5:], 300           # schema id 77
+    vals = good[:10] + [bogus] * flood + good[10:]
+    kafka.produce(topic, vals, partition=0)
+    doc = avro_connector(floe, table_bucket, "avn-" + topic, topic, ns, reg, dlq)
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+    try:
+        t = wait_rows(rest_catalog, ns + ".events", len(recs), sink)
+    finally:
+        rc = sink.stop()
+        reg.close()
+    assert rc == 0, sink.log()[-3000:]
+    got = {r["id"]: r for r in t.to_pylist()}
+    assert sorted(got) == list(range(20))
+    for r in recs:
+        assert got[r["id"]]["tags"] == r["tags"] and got[r["id"]]["nums"] == r["nums"], (got[r["id"]], r)
+    tags = rest_catalog.load_table(ns + ".events").schema().find_field("tags").field_type
+    assert str(tags) == "list<string>" and not tags.element_required
+    assert reg.fetches == {5: 1, 77: 1}, reg.fetches
+    msgs = kafka.consume_all(dlq, flood)
+    assert len(msgs) == flood
+    assert all(b"schema id 77" in dict(m.headers())["__connect.errors.exception.message"] for m in msgs)

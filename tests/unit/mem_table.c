@@ -39,6 +39,7 @@ fl_err_t m_commit(void *ctx, json_t *reqs, json_t *updates, json_t **md, int *st
     t->md = next;
     snprintf(t->location, sizeof t->location, "mem://wh/t/metadata/%05d.metadata.json", ++t->version);
     if (t->commit_mode == 1) { *status = 500; return FL_OK; }
+    if (t->commit_mode == 3) { *status = 409; t->conflicts++; return FL_OK; }
     *status = 200;
     *md = json_deep_copy(next);
     return FL_OK;

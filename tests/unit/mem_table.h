@@ -17,7 +17,8 @@ typedef struct mem_table {
     int version;
     struct { char *uri; fl_buf_t data; } objs[MAX_OBJS];
     int n_objs;
-    int commit_mode;   /* 0 normal; 1 apply then answer 500; 2 answer 500 without applying */
+    int commit_mode;   /* 0 normal; 1 apply then answer 500; 2 answer 500 without applying;
+                          3 apply then answer 409 (a resent request: its first send landed) */
     int commits, conflicts;
 } mem_table_t;
 

@@ -105,6 +105,18 @@ FL_TEST(append_unknown_outcomes_and_abort)
     CHECK(strstr(err, "unknown") != NULL);
     CHECK(live_objs(t, "/data/") > before);
 
+    /* The commit lands but the answer is a 409: the HTTP client resent the request on a
+     * fresh connection after the first send's connection died unanswered (libcurl does so
+     * for a reused connection), and the resend found the table moved by the first. The
+     * reload finds the snapshot: success, and the committed list and files stay. */
+    t->commit_mode = 3;
+    int data_before = live_objs(t, "/data/"), meta_before = live_objs(t, "/metadata/");
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    CHECK(fl_append_commit(a, NULL, 0, &sid, err, sizeof err) == FL_OK);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    CHECK(live_objs(t, "/data/") > data_before);
+    CHECK_EQ(live_objs(t, "/metadata/"), meta_before + 2);   /* its manifest and its list */
+
     /* Abort deletes what was uploaded since the last commit. */
     t->commit_mode = 0;
     int kept = live_objs(t, "/data/");
@@ -134,7 +146,7 @@ FL_TEST(append_unknown_outcomes_and_abort)
     int64_t rows, idsum;
     size_t files;
     scan_all(t, &ops, &rows, &idsum, &files);
-    CHECK_EQ(rows, 100);
+    CHECK_EQ(rows, 200);   /* the 500-answered and the 409-answered commits, each once (the 503 did not land) */
     fl_append_free(a);
     fl_append_free(c);
     fl_vec_free(&batch);
@@ -359,6 +371,115 @@ FL_TEST(append_retry_backs_off_before_rebasing)
     scan_all(t, &s.inner, &rows, &idsum, &files);
     CHECK_EQ(rows, 200);
     fl_append_free(a);
+    fl_vec_free(&batch);
+    mem_table_free(t);
+    free(t);
+}
+
+/* The two halves of a commit for multi-table transactions (fl_append_prepare / settle): the
+ * caller sends the requests itself; a 409 re-bases, an unsupported catalog falls back to a
+ * plain commit of the same files, a drop deletes everything written. */
+static int tx_send(fl_table_ops_t *ops, json_t *reqs, json_t *upd)
+{
+    json_t *md = NULL;
+    int status = 0;
+    char err[256];
+    ops->commit(ops->ctx, reqs, upd, &md, &status, err, sizeof err);
+    json_decref(md);
+    json_decref(reqs);
+    json_decref(upd);
+    return status;
+}
+
+FL_TEST(append_prepare_settle_two_phase)
+{
+    mem_table_t *t = calloc(1, sizeof *t);
+    fl_table_ops_t ops;
+    mem_table_init(t, &ops);
+    char err[512] = "";
+    fl_appender_t *a = NULL, *b = NULL;
+    REQUIRE(fl_append_open(&a, &ops, NULL, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_open(&b, &ops, NULL, err, sizeof err) == FL_OK);
+    fl_vec_t batch;
+    fl_vec_init(&batch, fl_append_schema(a));
+    json_t *reqs = NULL, *upd = NULL;
+    int64_t sid = -1, sb = -1;
+    /* nothing written: nothing to send */
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    CHECK(!reqs && !upd && sid == -1);
+    fill(&batch, 0, 100, 3);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    REQUIRE(reqs && upd && sid > 0);
+    /* another writer lands first: the request conflicts, is re-based and lands */
+    fl_vec_clear(&batch);
+    fill(&batch, 1000, 10, 1);
+    REQUIRE(fl_append_write(b, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_commit(b, NULL, 0, &sb, err, sizeof err) == FL_OK);
+    CHECK_EQ(tx_send(&ops, reqs, upd), 409);
+    REQUIRE(fl_append_settle(a, FL_APPEND_CONFLICT, err, sizeof err) == FL_OK);
+    CHECK_EQ(live_objs(t, "snap-"), 1);          /* the refused attempt's list is gone */
+    int64_t sid2 = -1;
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid2, err, sizeof err) == FL_OK);
+    CHECK_EQ(sid2, sid);                          /* the same snapshot, re-based */
+    CHECK_EQ(tx_send(&ops, reqs, upd), 200);
+    REQUIRE(fl_append_settle(a, FL_APPEND_LANDED, err, sizeof err) == FL_OK);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    int64_t rows, idsum;
+    size_t files;
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 110);
+    CHECK_EQ(live_objs(t, "snap-"), 2);
+    /* the catalog has no transactions: the prepared files commit on their own */
+    fl_vec_clear(&batch);
+    fill(&batch, 2000, 20, 1);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    json_decref(reqs);
+    json_decref(upd);
+    REQUIRE(fl_append_settle(a, FL_APPEND_SINGLE, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_commit(a, NULL, 0, &sid2, err, sizeof err) == FL_OK);
+    CHECK_EQ(sid2, sid);
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 130);
+    CHECK_EQ(live_objs(t, "snap-"), 3);
+    /* a 409 whose request had landed (a resend's answer): the files are the table's */
+    fl_vec_clear(&batch);
+    fill(&batch, 2500, 5, 1);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    t->commit_mode = 3;
+    CHECK_EQ(tx_send(&ops, reqs, upd), 409);
+    t->commit_mode = 0;
+    CHECK(fl_append_settle(a, FL_APPEND_CONFLICT, err, sizeof err) == FL_ERR_CONFLICT);
+    CHECK(strstr(err, "landed") != NULL);
+    CHECK_EQ(fl_iceberg_current_snapshot_id(t->md), sid);
+    scan_all(t, &ops, &rows, &idsum, &files);
+    CHECK_EQ(rows, 135);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
+    /* a definite failure: everything the prepare wrote is deleted */
+    int manifests = live_objs(t, "-m0.avro"), data = live_objs(t, ".parquet");
+    fl_vec_clear(&batch);
+    fill(&batch, 3000, 20, 2);
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    json_decref(reqs);
+    json_decref(upd);
+    CHECK_EQ(live_objs(t, "-m0.avro"), manifests + 1);
+    REQUIRE(fl_append_settle(a, FL_APPEND_DROP, err, sizeof err) == FL_OK);
+    CHECK_EQ(live_objs(t, "-m0.avro"), manifests);
+    CHECK_EQ(live_objs(t, ".parquet"), data);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
+    /* prepared and never settled: freeing the appender deletes it too */
+    REQUIRE(fl_append_write(a, &batch, err, sizeof err) == FL_OK);
+    REQUIRE(fl_append_prepare(a, NULL, NULL, &reqs, &upd, &sid, err, sizeof err) == FL_OK);
+    json_decref(reqs);
+    json_decref(upd);
+    fl_append_free(a);
+    CHECK_EQ(live_objs(t, "-m0.avro"), manifests);
+    CHECK_EQ(live_objs(t, "snap-"), 4);
+    CHECK_EQ(live_objs(t, ".parquet"), data);
+    fl_append_free(b);
     fl_vec_free(&batch);
     mem_table_free(t);
     free(t);

@@ -3,8 +3,8 @@
  * "?N" statements with skipped numbers, migrations run once and a newer
  * schema refused, the error classes (lock timeout is a conflict, a connection
  * killed before COMMIT is "nothing written", not "unknown"), reconnecting
- * after a server restart, a small pool shared by many threads, and the
- * UTF-8 upper bound of a prefix. */
+ * after a server restart, a small pool shared by many threads, the round
+ * trips of a write, and the UTF-8 upper bound of a prefix. */
 #include "test.h"
 #include "pg_server.h"
 #include "base/pg.h"
@@ -190,6 +190,47 @@ FL_TEST(pg_small_pool_many_threads)
     }
     CHECK_EQ(scalar(url, "SELECT count(*) FROM kv"), T * 50);
     CHECK(scalar(url, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'floe'") <= 2);
+    fl_pg_close(p);
+}
+
+/* A write of one statement costs two round trips: BEGIN, txid_current() and
+ * the statement in one (a pipeline), COMMIT in the other; an empty
+ * transaction costs none. fl_pg_stats counts them (floe's /metrics). */
+FL_TEST(pg_write_round_trips)
+{
+    char url[256];
+    if (!fl_test_pg_ready()) return;
+    REQUIRE(fl_test_pg_fresh_db(url, sizeof url));
+    fl_pg_t *p = open_db(url, 2, 0, 1);
+    REQUIRE(p);
+    REQUIRE(put(p, "a", "1") == FL_OK);         /* prepares S_PUT on the pool's one connection */
+    fl_pg_stats_t s0, s1;
+    fl_pg_stats(p, &s0);
+    CHECK_EQ(put(p, "a", "2"), FL_OK);
+    fl_pg_stats(p, &s1);
+    CHECK_EQ(s1.round_trips - s0.round_trips, 2);
+    CHECK_EQ(s1.transactions - s0.transactions, 1);
+    CHECK_EQ(s1.prepares, s0.prepares);
+    fl_pg_conn_t *c = fl_pg_get(p);
+    REQUIRE(c);
+    REQUIRE(fl_pg_begin(c) == FL_OK);
+    CHECK_EQ(fl_pg_end(c, FL_OK), FL_OK);
+    /* a statement refused inside the pipeline: the transaction is rolled back,
+     * the connection stays usable */
+    REQUIRE(fl_pg_begin(c) == FL_OK);
+    fl_pg_args_t bad = { 0 };
+    fl_pg_arg_str(&bad, 1, "b\xff");
+    fl_pg_arg_str(&bad, 2, "x");
+    CHECK_EQ(fl_pg_exec(c, S_PUT, &bad, "put"), FL_ERR_INVALID);
+    CHECK_EQ(fl_pg_end(c, FL_ERR_INVALID), FL_ERR_INVALID);
+    fl_pg_args_t g = { 0 };
+    fl_pg_arg_str(&g, 1, "a");
+    CHECK_EQ(fl_pg_row(c, S_GET, &g, "get"), FL_OK);
+    CHECK_STR(fl_pg_col(c, 0, 0), "2");
+    fl_pg_put(p, c);
+    fl_pg_stats(p, &s0);
+    CHECK_EQ(s0.round_trips - s1.round_trips, 4);  /* the refused pipeline, ROLLBACK, the prepare and the read */
+    CHECK_EQ(s0.connects, 1);
     fl_pg_close(p);
 }
 

@@ -321,8 +321,30 @@ FL_TEST(policy_decide)
     in.nresource = 1;
     fl_authz_decide(&in, &o);
     CHECK(o.allowed);
-    in.principal_is_root = false;
+    /* S3 bucket policies: their Deny binds the owner's root too */
+    in.root_bound_by_resource_deny = true;
+    fl_authz_decide(&in, &o);
+    CHECK(!o.allowed);
+    CHECK_STR(o.reason, "explicit deny");
+    CHECK_STR(o.sid, "RD");
+    in.resource = (const fl_policy_t *[]){ res_other }; /* an Allow for someone else: the root still may */
+    fl_authz_decide(&in, &o);
+    CHECK(o.allowed);
+    CHECK_STR(o.reason, "account root");
+    in.root_bound_by_resource_deny = false;
     in.nresource = 0;
+    /* a root under a session policy (vended credentials): that policy alone */
+    in.session = allow_get;
+    fl_authz_decide(&in, &o);
+    CHECK(o.allowed);
+    fl_policy_ctx_t other = user_ctx("s3tables:PutTableData", TABLE_ARN);
+    in.ctx = &other;
+    fl_authz_decide(&in, &o);
+    CHECK(!o.allowed);
+    CHECK_STR(o.reason, "outside the session policy");
+    in.ctx = &c;
+    in.session = NULL;
+    in.principal_is_root = false;
 
     in.identity = (const fl_policy_t *[]){ allow_get };
     in.nidentity = 1;
