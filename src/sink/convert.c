@@ -36,33 +36,18 @@ static void fast_ws(fast_t *f)
     while (f->p < f->end && (*f->p == ' ' || *f->p == '\n' || *f->p == '\t' || *f->p == '\r')) f->p++;
 }
 
-/* A string body after its opening quote into f->tmp (NUL-terminated); false to fall back. */
+static const char *fd_str(const char *p, const char *end, fl_buf_t *tmp, bool *esc);
+
+/* A string body after its opening quote into f->tmp (NUL-terminated); false to fall back
+ * (the direct path's scanner: simple escapes only, ASCII). */
 static bool fast_str(fast_t *f)
 {
+    bool esc;
     fl_buf_reset(&f->tmp);
-    for (;;) {
-        const char *q = f->p;
-        while (q < f->end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20 && (unsigned char)*q < 0x80) q++;
-        if (q > f->p) fl_buf_add(&f->tmp, f->p, (size_t)(q - f->p));
-        f->p = q;
-        if (q >= f->end) return false;
-        if (*q == '"') { f->p++; break; }
-        if (*q != '\\' || q + 1 >= f->end) return false;   /* control or non-ASCII byte */
-        char c;
-        switch (q[1]) {
-        case '"': c = '"'; break;
-        case '\\': c = '\\'; break;
-        case '/': c = '/'; break;
-        case 'b': c = '\b'; break;
-        case 'f': c = '\f'; break;
-        case 'n': c = '\n'; break;
-        case 'r': c = '\r'; break;
-        case 't': c = '\t'; break;
-        default: return false;   /* \u and anything unknown */
-        }
-        fl_buf_addc(&f->tmp, c);
-        f->p += 2;
-    }
+    const char *q = fd_str(f->p, f->end, &f->tmp, &esc);
+    if (!q) return false;
+    if (!esc) fl_buf_add(&f->tmp, f->p, (size_t)(q - 1 - f->p));
+    f->p = q;
     if (!f->tmp.ptr) fl_buf_add(&f->tmp, "", 0);
     return f->tmp.ptr != NULL;
 }
