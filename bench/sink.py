@@ -104,15 +104,14 @@ def real_event(i, rnd):
         "payload": " ".join(rnd.choice(WORDS) for _ in range(rnd.randrange(6, 20)))})
 
 
-def produce_real(broker, topic, n):
-    import random
+def produce_values(broker, topic, n, value):
+    """n events value(i) (bytes) to topic, spread over PARTITIONS; their total size."""
     from confluent_kafka import Producer
-    rnd = random.Random(12)
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
                   "compression.type": "lz4", "queue.buffering.max.kbytes": 1 << 19})
     total = 0
     for i in range(n):
-        v = real_event(i, rnd).encode()
+        v = value(i)
         total += len(v)
         while True:
             try:
@@ -124,30 +123,21 @@ def produce_real(broker, topic, n):
             p.poll(0)
     assert p.flush(120) == 0
     return total
+
+
+def produce_real(broker, topic, n):
+    import random
+    rnd = random.Random(12)
+    return produce_values(broker, topic, n, lambda i: real_event(i, rnd).encode())
 
 
 def produce(broker, topic):
     import base64
     import random
-    from confluent_kafka import Producer
     rnd = random.Random(11)
     pad_len = max(0, EVENT_BYTES - len(event(0, ""))) * 3 // 4   # base64 of random bytes: incompressible text
-    p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.size": 1 << 20,
-                  "compression.type": "lz4", "queue.buffering.max.kbytes": 1 << 19})
-    total = 0
-    for i in range(N):
-        v = event(i, base64.b64encode(rnd.randbytes(pad_len)).decode()).encode()
-        total += len(v)
-        while True:
-            try:
-                p.produce(topic, value=v, key=str(i).encode(), partition=i % PARTITIONS)
-                break
-            except BufferError:
-                p.poll(0.05)
-        if i % 5000 == 0:
-            p.poll(0)
-    assert p.flush(120) == 0
-    return total
+    return produce_values(broker, topic, N,
+                          lambda i: event(i, base64.b64encode(rnd.randbytes(pad_len)).decode()).encode())
 
 
 def make_table(cat, ns, name):

@@ -1035,6 +1035,14 @@ static fl_err_t job_start(fl_appender_t *a, char *err, size_t errlen)
     return e;
 }
 
+/* The job is over and its files are not the appender's to delete: committed, or
+ * perhaps committed (they stay in storage). */
+static void release_job(fl_appender_t *a)
+{
+    forget_files(a);
+    job_free(a);
+}
+
 static fl_err_t append_commit(fl_appender_t *a, const summary_src_t *src, int64_t *snapshot_id, char *err,
                               size_t errlen)
 {
@@ -1049,13 +1057,11 @@ static fl_err_t append_commit(fl_appender_t *a, const summary_src_t *src, int64_
     case ATTEMPT_DONE:
         *snapshot_id = j->sid;
         e = FL_OK;
-        forget_files(a);
-        job_free(a);
+        release_job(a);
         break;
     case ATTEMPT_UNKNOWN:
         /* the files stay: the commit may yet be visible */
-        forget_files(a);
-        job_free(a);
+        release_job(a);
         break;
     default:
         /* a definite failure: the uploaded files are garbage */
@@ -1093,8 +1099,7 @@ fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *e
     switch (outcome) {
     case FL_APPEND_LANDED:
         adopt_committed(a, NULL);
-        forget_files(a);
-        job_free(a);
+        release_job(a);
         break;
     case FL_APPEND_CONFLICT:
         switch (after_conflict(a, j, &e, err, errlen)) {
@@ -1103,14 +1108,12 @@ fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *e
             j->list_uri = NULL;
             break;
         case ATTEMPT_DONE:   /* landed after all: the files are the table's; the caller re-reads */
-            forget_files(a);
-            job_free(a);
+            release_job(a);
             e = fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "refused (409), yet its snapshot is on the table: "
                            "a resent request's first send had landed");
             break;
         case ATTEMPT_UNKNOWN:  /* the files stay: the commit may be visible */
-            forget_files(a);
-            job_free(a);
+            release_job(a);
             break;
         default:
             fl_append_abort(a);
@@ -1126,8 +1129,7 @@ fl_err_t fl_append_settle(fl_appender_t *a, fl_append_outcome_t outcome, char *e
         if (!committed_after_all(a, j->sid))
             e = fl_err_fmt(err, errlen, FL_ERR_IO, "commit state unknown: snapshot %" PRId64 " is not on the table",
                            j->sid);
-        forget_files(a);   /* landed, or the files stay: the commit may yet be visible */
-        job_free(a);
+        release_job(a);   /* landed, or the files stay: the commit may yet be visible */
         break;
     case FL_APPEND_DROP:
         fl_append_abort(a);
