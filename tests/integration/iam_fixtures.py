@@ -2,6 +2,8 @@
 catalog port, throw-away users with one access key, policy documents, and a
 PyIceberg catalog / boto3 s3 client that sign as a given key pair."""
 import json
+import os
+import time
 import uuid
 
 import boto3
@@ -26,6 +28,15 @@ def policy(actions, resource="*", effect="Allow", **extra):
     return json.dumps({"Version": "2012-10-17", "Statement": [st]})
 
 
+def propagated():
+    """After an IAM write through one node of a cluster (FLOE_TEST_CLUSTER): the other
+    nodes drop their caches when PostgreSQL delivers the writer's NOTIFY, milliseconds
+    later, not before the writer answers (as AWS IAM, eventually consistent). A test
+    that goes on through another node at once waits that out; one node: no wait."""
+    if int(os.environ.get("FLOE_TEST_CLUSTER", "0") or 0) > 1:
+        time.sleep(0.3)
+
+
 class User:
     """A user with one key; .put(actions) replaces its only inline policy."""
 
@@ -39,6 +50,7 @@ class User:
 
     def put(self, actions, resource="*", name="p", **extra):
         self.iam.put_user_policy(UserName=self.name, PolicyName=name, PolicyDocument=policy(actions, resource, **extra))
+        propagated()
 
     def s3(self):
         return s3_client(self.floe, self.ak, self.sk, self.token)
