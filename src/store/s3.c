@@ -94,6 +94,19 @@ static void hdr(call_t *c, const char *name, const char *value)
     c->hdr[c->nhdr++] = (fl_http_header_t){ name, strlen(name), value, strlen(value) };
 }
 
+/* The store's own conditions for a write or delete: If-None-Match: * and
+ * If-Match (an ETag quoted, or *); im holds the latter's text and must live as
+ * long as c. */
+static void cond_hdrs(call_t *c, const fl_put_cond_t *cond, char im[64])
+{
+    if (!cond) return;
+    if (cond->if_none_match_star) hdr(c, "if-none-match", "*");
+    if (!cond->if_match) return;
+    if (!strcmp(cond->if_match, "*")) snprintf(im, 64, "*");
+    else snprintf(im, 64, "\"%.48s\"", cond->if_match);
+    hdr(c, "if-match", im);
+}
+
 /* Runs c; FL_OK only for a 2xx answer. Otherwise the error of the status
  * (rs->status tells; 0 = no answer) with err->type the S3 error code if any. */
 static fl_err_t run(fl_s3s_t *r, call_t *c, fl_httpc_resp_t *rs, fl_remote_error_t *err)
@@ -517,12 +530,7 @@ fl_err_t fl_s3s_put(fl_s3s_t *r, int fd, bool pipe, int64_t size, const char *bu
     obj_key(r, bucket, key, keylen, &k);
     call_t c = { .method = "PUT", .rkey = k.ptr, .rkeylen = k.len, .fd = fd, .fd_len = size, .pipe = pipe };
     if (size == 0) c.has_body = true;
-    if (cond && cond->if_none_match_star) hdr(&c, "if-none-match", "*");
-    if (cond && cond->if_match) {
-        if (!strcmp(cond->if_match, "*")) snprintf(im, sizeof im, "*");
-        else snprintf(im, sizeof im, "\"%.48s\"", cond->if_match);
-        hdr(&c, "if-match", im);
-    }
+    cond_hdrs(&c, cond, im);
     if ((e = meta_hdr(&c, meta->headers))) goto out;
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
@@ -667,11 +675,7 @@ fl_err_t fl_s3s_delete(fl_s3s_t *r, const char *bucket, const char *key, size_t 
     fl_buf_init(&k, 0);
     obj_key(r, bucket, key, keylen, &k);
     call_t c = { .method = "DELETE", .rkey = k.ptr, .rkeylen = k.len, .fd = -1, .idempotent = !cond || !cond->if_match };
-    if (cond && cond->if_match) {
-        if (!strcmp(cond->if_match, "*")) snprintf(im, sizeof im, "*");
-        else snprintf(im, sizeof im, "\"%.48s\"", cond->if_match);
-        hdr(&c, "if-match", im);
-    }
+    cond_hdrs(&c, cond, im);
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     e = run(r, &c, &rs, &err);
@@ -868,12 +872,7 @@ fl_err_t fl_s3s_mpu_complete(fl_s3s_t *r, const char *bucket, const char *key, s
     call_t c = { .method = "POST", .rkey = k.ptr, .rkeylen = k.len, .query = q.ptr, .body = doc.ptr,
                  .body_len = doc.len, .has_body = true, .fd = -1, .resp = &body };
     hdr(&c, "content-type", "application/xml");
-    if (cond && cond->if_none_match_star) hdr(&c, "if-none-match", "*");
-    if (cond && cond->if_match) {
-        if (!strcmp(cond->if_match, "*")) snprintf(im, sizeof im, "*");
-        else snprintf(im, sizeof im, "\"%.48s\"", cond->if_match);
-        hdr(&c, "if-match", im);
-    }
+    cond_hdrs(&c, cond, im);
     fl_httpc_resp_t rs;
     fl_remote_error_t err;
     fl_err_t e = run(r, &c, &rs, &err);
