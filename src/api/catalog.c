@@ -194,6 +194,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
     fl_iam_who_t who = { 0 };
     bool writing = false;
+    uint64_t write_mark = 0;
 
     /* the head */
     if (!signed_req && !cfg->insecure_no_auth) {
@@ -286,7 +287,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
         if (r.who && (iam_api || (strcmp(req->method, "GET") && strcmp(req->method, "HEAD") && !is_commit(rest, &r)))) {
             /* a write may change what identities and policies say: see fl_iam_write_begin
              * (the IAM/STS query APIs take their Action from a GET's query too) */
-            fl_iam_write_begin(cfg->iam);
+            write_mark = fl_iam_write_begin(cfg->iam);
             writing = true;
         }
         if (iam_api) {
@@ -308,7 +309,7 @@ void fl_catalog_handle(fl_http_conn_t *c, fl_http_req_t *req, void *ud)
     }
 out:
     fl_buf_free(&resource);
-    if (writing) fl_iam_write_end(cfg->iam);
+    if (writing) fl_iam_write_end(cfg->iam, write_mark);
     fl_iam_who_free(&who);
     fl_buf_free(&body);
 }

@@ -1001,9 +1001,9 @@ static void drop_bucket_policy(s3req_t *r)
     fl_catalog_t *cat = fl_iam_catalog(r->cfg->iam);
     if (fl_catalog_doc_get(cat, arn, "policy", &have) != FL_OK) return;
     free(have);
-    fl_iam_write_begin(r->cfg->iam);
+    uint64_t mark = fl_iam_write_begin(r->cfg->iam);
     fl_err_t e = fl_catalog_doc_delete(cat, arn, "policy");
-    fl_iam_write_end(r->cfg->iam);
+    fl_iam_write_end(r->cfg->iam, mark);
     if (e && e != FL_ERR_NOT_FOUND) fl_warn("s3: the policy of deleted bucket %s stays (%s)", r->bucket, fl_err_str(e));
 }
 
@@ -1189,11 +1189,11 @@ static void op_put_bucket_policy(s3req_t *r)
         s3_error(r, 400, "MalformedPolicy", "Policy has invalid resource");
         goto out;
     }
-    fl_iam_write_begin(r->cfg->iam);
+    uint64_t mark = fl_iam_write_begin(r->cfg->iam);
     char *text = fl_strndup(mem.ptr, mem.len);
     fl_err_t e = fl_catalog_doc_put(fl_iam_catalog(r->cfg->iam), arn, "policy", text);
     free(text);
-    fl_iam_write_end(r->cfg->iam);
+    fl_iam_write_end(r->cfg->iam, mark);
     if (e) {
         s3_error(r, 500, "InternalError", NULL);
         goto out;
@@ -1238,9 +1238,9 @@ static void op_delete_bucket_policy(s3req_t *r)
 {
     char arn[FL_ARN_MAX];
     if (!policy_preamble(r, "DeleteBucketPolicy", arn, sizeof arn)) return;
-    fl_iam_write_begin(r->cfg->iam);
+    uint64_t mark = fl_iam_write_begin(r->cfg->iam);
     fl_err_t e = fl_catalog_doc_delete(fl_iam_catalog(r->cfg->iam), arn, "policy");
-    fl_iam_write_end(r->cfg->iam);
+    fl_iam_write_end(r->cfg->iam, mark);
     if (e && e != FL_ERR_NOT_FOUND) return s3_error(r, 500, "InternalError", NULL);
     send_empty(r, 204);
 }

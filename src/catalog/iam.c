@@ -162,19 +162,27 @@ void fl_iam_changed(fl_iam_t *iam)
     if (iam) atomic_fetch_add(&iam->gen, 1);
 }
 
-void fl_iam_write_begin(fl_iam_t *iam)
+uint64_t fl_iam_write_begin(fl_iam_t *iam)
 {
-    if (!iam) return;
+    uint64_t mark = 0;
+    if (!iam) return mark;
     atomic_fetch_add(&iam->writers, 1);
     atomic_fetch_add(&iam->gen, 1);
+    (void)fl_catalog_write_count(iam->cat, &mark);
+    return mark;
 }
 
-void fl_iam_write_end(fl_iam_t *iam)
+void fl_iam_write_end(fl_iam_t *iam, uint64_t mark)
 {
     if (!iam) return;
     atomic_fetch_add(&iam->gen, 1);
     atomic_fetch_sub(&iam->writers, 1);
-    /* the other nodes sharing the catalog drop their caches now, not at their TTL */
+    /* the other nodes sharing the catalog drop their caches now, not at their TTL; only
+     * when a write transaction began during the bracket (this request's, or a concurrent
+     * one's: a spare signal is harmless), so that a request that wrote nothing, e.g.
+     * GetCallerIdentity or PyIceberg's reportMetrics, does not empty every node's cache */
+    uint64_t now = mark;
+    if (fl_catalog_write_count(iam->cat, &now) == FL_OK && now == mark) return;
     fl_err_t e = fl_catalog_signal(iam->cat, "iam");
     if (e) fl_warn("iam: other nodes were not told of an IAM change (%s): they see it within %d ms",
                    fl_err_str(e), FL_IAM_CACHE_TTL_MS);

@@ -170,12 +170,14 @@ bool fl_iam_account_exists(fl_iam_t *iam, const char *account);
  * A write request brackets its handler with write_begin/write_end (the
  * catalog port does it for every authenticated non-GET/HEAD request): what is
  * cached before it is dropped, nothing loaded while it runs is kept, so the
- * request that follows its response sees what it wrote. Changes made
- * elsewhere (another node on the same store, floe admin) are seen within
- * FL_IAM_CACHE_TTL_MS. Any thread. */
+ * request that follows its response sees what it wrote. write_begin returns a
+ * mark for write_end, which signals the other nodes on the same store
+ * (fl_catalog_signal) when the store was written meanwhile, so that they drop
+ * their caches at once; otherwise, and for floe admin on SQLite, they see
+ * changes within FL_IAM_CACHE_TTL_MS. Any thread. */
 void fl_iam_changed(fl_iam_t *iam);
-void fl_iam_write_begin(fl_iam_t *iam);
-void fl_iam_write_end(fl_iam_t *iam);
+uint64_t fl_iam_write_begin(fl_iam_t *iam);
+void fl_iam_write_end(fl_iam_t *iam, uint64_t mark);
 
 /* The table whose warehouse bucket is wb ("{id}--table-s3") and its table
  * bucket, cached (see fl_iam_changed). False when none. Any thread. */

@@ -102,6 +102,8 @@ int fl_cmd_admin(int argc, char **argv)
     fl_iam_t *iam = fl_iam_open(cat, keypath, &none, server);
     int rc = 1;
     if (!iam) goto out;
+    /* a bracket like a server's write request: the nodes on a shared store are told */
+    uint64_t mark = fl_iam_write_begin(iam);
     if (!strcmp(cmd, "create-account")) {
         char id[16], secret[128];
         fl_iam_key_t k;
@@ -139,6 +141,7 @@ int fl_cmd_admin(int argc, char **argv)
         usage(stderr);
         rc = 2;
     }
+    fl_iam_write_end(iam, mark);
 out:
     fl_iam_close(iam);
     fl_catalog_close(cat);

@@ -54,6 +54,10 @@ fl_err_t fl_catalog_signal(fl_catalog_t *c, const char *topic);
 fl_err_t fl_catalog_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud,
                           fl_catalog_watch_t **out);
 fl_err_t fl_catalog_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w);
+/* *out: write transactions this process began on the store so far (PostgreSQL;
+ * SQLite, where signals are no-ops: 0). A signaller compares two readings to
+ * skip a signal when nothing was written. Any thread. */
+fl_err_t fl_catalog_write_count(fl_catalog_t *c, uint64_t *out);
 
 #define FL_NAME_MAX 256
 #define FL_LOC_MAX 2048

@@ -80,7 +80,8 @@
     X(signal, (fl_catalog_t *c, const char *topic), (c, topic))                                                  \
     X(watch, (fl_catalog_t *c, const char *topic, fl_catalog_changed_fn fn, void *ud, fl_catalog_watch_t **out), \
       (c, topic, fn, ud, out))                                                                                   \
-    X(unwatch, (fl_catalog_t *c, fl_catalog_watch_t *w), (c, w))
+    X(unwatch, (fl_catalog_t *c, fl_catalog_watch_t *w), (c, w))                                               \
+    X(write_count, (fl_catalog_t *c, uint64_t *out), (c, out))
 
 typedef struct fl_catalog_ops {
     const char *name;                  /* "sqlite", "postgresql" */

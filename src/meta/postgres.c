@@ -306,6 +306,14 @@ static fl_err_t pg_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w)
     return FL_OK;
 }
 
+static fl_err_t pg_write_count(fl_catalog_t *c, uint64_t *out)
+{
+    fl_pg_stats_t st;
+    fl_pg_stats(c->pg, &st);
+    *out = st.transactions;
+    return FL_OK;
+}
+
 static fl_err_t pg_ping(fl_catalog_t *c)
 {
     return fl_pg_ping(c->pg) ? FL_OK : FL_ERR_INTERNAL;

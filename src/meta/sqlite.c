@@ -1226,6 +1226,12 @@ static fl_err_t sq_watch(fl_catalog_t *c, const char *topic, fl_catalog_changed_
 
 static fl_err_t sq_unwatch(fl_catalog_t *c, fl_catalog_watch_t *w) { return FL_OK; }
 
+static fl_err_t sq_write_count(fl_catalog_t *c, uint64_t *out)
+{
+    *out = 0;
+    return FL_OK;
+}
+
 static fl_err_t sq_ping(fl_catalog_t *c)
 {
     fl_conn_t *k = fl_sqlite_get(c->db);
