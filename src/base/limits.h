@@ -128,6 +128,8 @@
 #define FL_SINK_MAX_TABLES         1024               /* tables one process writes at once (dynamic routing) */
 #define FL_SINK_RETRY_MAX_MS       5000               /* longest wait between attempts while the catalog is down */
 #define FL_SINK_TX_ATTEMPTS        16                 /* a multi-table transaction refused (409) and re-based, at most */
+#define FL_SINK_METRICS_MAX_PARTITIONS 100000      /* partitions whose held offset /metrics remembers */
+#define FL_SINK_METRICS_MAX_CONNECTIONS 64          /* connections to floe sink's metrics listener */
 #define FL_SINK_SEEK_ATTEMPTS      5                  /* a rewind's seek of a partition tried, at most, before the sink stops */
 
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */

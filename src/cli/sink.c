@@ -3,9 +3,11 @@
  *
  *   floe sink --config FILE [--bootstrap-servers LIST] [--group-id G]
  *             [--set KEY=VALUE]... [--log-level debug|info|warn|error]
+ *             [--metrics-listen HOST:PORT]
  * Kafka worker settings: the file, then FLOE_BOOTSTRAP_SERVERS, FLOE_GROUP_ID,
  * FLOE_SECURITY_PROTOCOL, FLOE_SASL_MECHANISM, FLOE_SASL_USERNAME,
- * FLOE_SASL_PASSWORD, then the flags (later wins). SIGINT/SIGTERM commit what
+ * FLOE_SASL_PASSWORD, FLOE_SINK_METRICS_LISTEN (floe.metrics.listen: Prometheus
+ * /metrics), then the flags (later wins). SIGINT/SIGTERM commit what
  * is held and leave the group; exit 0. A fatal error exits 1, a bad
  * configuration 2. */
 #include <errno.h>
@@ -32,11 +34,12 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: floe sink --config FILE [--bootstrap-servers LIST] [--group-id G]\n"
                "                 [--set KEY=VALUE]... [--log-level debug|info|warn|error]\n"
+               "                 [--metrics-listen HOST:PORT]   (Prometheus /metrics and /health)\n"
                "Consumes Kafka topics into Iceberg tables through a REST catalog, exactly once.\n"
                "FILE is the Iceberg sink connector's configuration: Connect REST JSON\n"
                "({\"name\":..,\"config\":{..}}), the bare map, or a .properties file.\n"
                "Environment: FLOE_BOOTSTRAP_SERVERS, FLOE_GROUP_ID, FLOE_SECURITY_PROTOCOL,\n"
-               "FLOE_SASL_MECHANISM, FLOE_SASL_USERNAME, FLOE_SASL_PASSWORD.\n");
+               "FLOE_SASL_MECHANISM, FLOE_SASL_USERNAME, FLOE_SASL_PASSWORD, FLOE_SINK_METRICS_LISTEN.\n");
 }
 
 static int read_file(const char *path, fl_buf_t *out)
@@ -78,6 +81,7 @@ int fl_cmd_sink(int argc, char **argv)
         else if (n_flag >= 64) { fprintf(stderr, "floe sink: too many settings\n"); return 2; }
         else if (!strcmp(a, "--bootstrap-servers")) { flag_kv[n_flag][0] = "bootstrap.servers"; flag_kv[n_flag++][1] = v; }
         else if (!strcmp(a, "--group-id")) { flag_kv[n_flag][0] = "group.id"; flag_kv[n_flag++][1] = v; }
+        else if (!strcmp(a, "--metrics-listen")) { flag_kv[n_flag][0] = "floe.metrics.listen"; flag_kv[n_flag++][1] = v; }
         else if (!strcmp(a, "--set")) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v) { fprintf(stderr, "floe sink: --set wants KEY=VALUE\n"); return 2; }
@@ -109,6 +113,7 @@ int fl_cmd_sink(int argc, char **argv)
         { "FLOE_BOOTSTRAP_SERVERS", "bootstrap.servers" }, { "FLOE_GROUP_ID", "group.id" },
         { "FLOE_SECURITY_PROTOCOL", "security.protocol" }, { "FLOE_SASL_MECHANISM", "sasl.mechanism" },
         { "FLOE_SASL_USERNAME", "sasl.username" }, { "FLOE_SASL_PASSWORD", "sasl.password" },
+        { "FLOE_SINK_METRICS_LISTEN", "floe.metrics.listen" },
     };
     for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) {
         const char *v = getenv(env[i][0]);

@@ -87,6 +87,7 @@ static const key_rule_t RULES[] = {
     { "iceberg.control.commit.interval-ms", K_USE, NULL },
     { "floe.commit.max-records", K_USE, NULL },
     { "floe.commit.max-bytes", K_USE, NULL },
+    { "floe.metrics.listen", K_USE, NULL },
     { "iceberg.control.commit.timeout-ms", K_NOTE, "floe sink has no coordinator to wait for" },
     { "iceberg.control.commit.threads", K_NOTE, "tables are committed in turn" },
     { "iceberg.control.commit.max-consecutive-failures", K_NOTE, "a failed commit re-reads the batch and retries" },
@@ -541,6 +542,7 @@ fl_err_t fl_sink_config_finish(fl_sink_config_t *cfg, char *err, size_t errlen)
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "errors.tolerance: \"%s\" is not none or all", tol);
     cfg->tolerance_all = tol && !strcmp(tol, "all");
     cfg->dlq_topic = dup_opt(cfg, "errors.deadletterqueue.topic.name");
+    cfg->metrics_listen = dup_opt(cfg, "floe.metrics.listen");
     if (cfg->dlq_topic && !cfg->tolerance_all)
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "errors.deadletterqueue.topic.name needs errors.tolerance=all (as in Kafka Connect)");
 
@@ -632,6 +634,7 @@ void fl_sink_config_free(fl_sink_config_t *cfg)
     free(cfg->route_field);
     free(cfg->default_partition_by);
     free(cfg->dlq_topic);
+    free(cfg->metrics_listen);
     free(cfg->registry_url);
     free(cfg->registry_user_info);
     free(cfg->kmeta_field);

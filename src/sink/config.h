@@ -61,6 +61,7 @@ typedef struct fl_sink_config {
     bool tolerance_all;           /* errors.tolerance=all */
     char *dlq_topic;              /* errors.deadletterqueue.topic.name or NULL */
     bool errors_log;              /* errors.log.enable */
+    char *metrics_listen;         /* floe.metrics.listen ("host:port", --metrics-listen): /metrics, or NULL */
 
     /* catalog (iceberg.catalog.*) */
     char *catalog_uri, *warehouse;

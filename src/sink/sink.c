@@ -1,6 +1,7 @@
 /* floe sink's run loop: consumer, routing, per-table appenders, commits with
  * the offsets in the snapshot summary (see sink.h for the protocol). */
 #include "sink/sink.h"
+#include "sink/metrics.h"
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -94,6 +95,7 @@ typedef struct sink {
     rd_kafka_t *rk, *dlq;
     fl_rest_client_t *rest;
     fl_sink_registry_t *reg;    /* AvroConverter: the schema registry, else NULL */
+    fl_sink_metrics_t *mx;      /* /metrics (sink/metrics.h) */
     fl_io_opts_t ioo;
     tbl_t **tables;             /* open for the batch being filled */
     size_t n_tables;
@@ -552,6 +554,13 @@ static void dlq_flush(sink_t *s)
     }
 }
 
+/* A number of a snapshot summary (strings there), 0 when absent. */
+static int64_t summary_num(json_t *sum, const char *key)
+{
+    const char *v = json_string_value(json_object_get(sum, key));
+    return v ? strtoll(v, NULL, 10) : 0;
+}
+
 /* After a table's snapshot landed: what the process knows of it, a log line. */
 static void table_committed(sink_t *s, tbl_t *t, int64_t rows, int64_t sid, int64_t t0, const char *how)
 {
@@ -560,6 +569,9 @@ static void table_committed(sink_t *s, tbl_t *t, int64_t rows, int64_t sid, int6
     t->pending = NULL;
     t->rows = 0;
     s->commits++;
+    json_t *snap = sid >= 0 ? find_snapshot(fl_append_metadata(t->ap), sid) : NULL;
+    json_t *sum = snap ? json_object_get(snap, "summary") : NULL;
+    fl_sink_metrics_snapshot(s->mx, rows, summary_num(sum, "added-data-files"), summary_num(sum, "added-files-size"));
     fl_info("sink: committed %" PRId64 " rows to %s (snapshot %" PRId64 ", %" PRId64 " ms%s)", rows, t->name, sid,
             fl_mono_ms() - t0, how);
 }
@@ -713,9 +725,11 @@ static void commit_batch(sink_t *s, committer_t *c)
     rd_kafka_resp_err_t ke = rd_kafka_commit(s->rk, l, 0);
     if (ke) fl_warn("sink: committing the Kafka group offsets failed (the tables hold them): %s", rd_kafka_err2str(ke));
     rd_kafka_topic_partition_list_destroy(l);
+    for (size_t i = 0; i < c->n_pos; i++) fl_sink_metrics_committed(s->mx, c->pos[i].topic, c->pos[i].partition, c->pos[i].next);
     c->took_ms = fl_mono_ms() - t_start;
     ok = true;
 out:
+    fl_sink_metrics_batch(s->mx, ok, fl_mono_ms() - t_start);
     if (!ok) {
         c->failed = true;
         snprintf(c->err, sizeof c->err, "%s", err);
@@ -935,6 +949,7 @@ static void bad_record(sink_t *s, const rd_kafka_message_t *m, const char *why)
     if (s->cfg->errors_log || !s->dlq)
         fl_warn("sink: record %s-%d@%" PRId64 " skipped: %s", topic, (int)m->partition, (int64_t)m->offset, why);
     s->dlq_records++;
+    fl_sink_metrics_bad(s->mx, s->dlq != NULL);
     if (!s->dlq) return;
     char part[16], off[32];
     snprintf(part, sizeof part, "%d", (int)m->partition);
@@ -1122,6 +1137,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
     char err[1024] = "";
     s->records++;
+    fl_sink_metrics_record(s->mx, (int64_t)m->len);
     if (s->batch_first_ms < 0) s->batch_first_ms = fl_mono_ms();
     s->batch_records++;
     s->batch_bytes += (int64_t)m->len;
@@ -1227,7 +1243,7 @@ static void start_positions(sink_t *s, rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_resp_err_t ke = rd_kafka_committed(s->rk, parts, KAFKA_TIMEOUT_MS);
     if (ke) fl_warn("sink: reading the group's committed offsets failed: %s", rd_kafka_err2str(ke));
-    if (s->cfg->dynamic || !s->cfg->n_tables) return;
+    if (s->cfg->dynamic || !s->cfg->n_tables) goto shown;
     json_t **maps = fl_calloc(s->cfg->n_tables, sizeof *maps);
     bool all = true;
     for (size_t i = 0; i < s->cfg->n_tables && all; i++) {
@@ -1257,6 +1273,10 @@ static void start_positions(sink_t *s, rd_kafka_topic_partition_list_t *parts)
     }
     for (size_t i = 0; i < s->cfg->n_tables; i++) json_decref(maps[i]);
     free(maps);
+shown:
+    for (int j = 0; j < parts->cnt; j++)
+        if (parts->elems[j].offset >= 0)
+            fl_sink_metrics_committed(s->mx, parts->elems[j].topic, parts->elems[j].partition, parts->elems[j].offset);
 }
 
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts, void *opaque)
@@ -1387,6 +1407,11 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;
     char kerr[512];
+    s.mx = fl_sink_metrics_new();
+    if (cfg->metrics_listen && fl_sink_metrics_listen(s.mx, cfg->metrics_listen)) {
+        e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "floe.metrics.listen: cannot listen on %s", cfg->metrics_listen);
+        goto out;
+    }
     if ((e = connect_catalog(&s, err, errlen))) goto out;
     if (pthread_create(&s.cm.th, NULL, committer_main, &s)) {
         e = fl_err_fmt(err, errlen, FL_ERR_INTERNAL, "cannot start the committer thread");
@@ -1415,6 +1440,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     if (!s.rk) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka consumer: %s", kerr); goto out; }
     conf = NULL;
     rd_kafka_poll_set_consumer(s.rk);
+    fl_sink_metrics_consumer(s.mx, s.rk);
 
     if (cfg->dlq_topic) {
         rd_kafka_conf_t *pc = rd_kafka_conf_new();
@@ -1466,10 +1492,12 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
         e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "%s", s.fatal_msg);
         drop_tables(&s);   /* nothing of the open batch lands */
     }
+    fl_sink_metrics_consumer(s.mx, NULL);
     rd_kafka_consumer_close(s.rk);   /* the revoke callback commits nothing after a fatal error */
     fl_info("sink: stopped after %" PRId64 " records, %" PRId64 " commits, %" PRId64 " bad records",
             s.records, s.commits, s.dlq_records);
 out:
+    if (s.mx) fl_sink_metrics_consumer(s.mx, NULL);
     if (conf) rd_kafka_conf_destroy(conf);
     if (subs) rd_kafka_topic_partition_list_destroy(subs);
     if (s.cm.started) {
@@ -1505,5 +1533,6 @@ out:
     json_decref(s.kmeta_schema);
     json_decref(s.absent);
     fl_buf_free(&s.direct_tmp);
+    fl_sink_metrics_free(s.mx);   /* the committer, its last writer, was joined above */
     return e;
 }

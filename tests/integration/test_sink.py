@@ -496,3 +496,77 @@ def test_null_items_in_arrays(tmp_path, floe, table_bucket, rest_catalog, kafka)
     assert {r["id"]: r["tags"] for r in made.to_pylist()} == {3: ["x", None, "y"], 4: [None]}
     assert {r["id"]: r["tags"] for r in env.to_pylist()} == {5: [None, "e", None], 6: [None]}
     assert not rest_catalog.load_table(ns_env).schema().find_field("tags").field_type.element_required
+
+
+def scrape(port):
+    """floe sink's /metrics as {name{labels}: value}."""
+    import urllib.request
+    text = urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def test_metrics_count_records_commits_and_lag(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """--metrics-listen serves Prometheus /metrics: records and bytes in, a bad record, the
+    committed rows, files and bytes (equal to the table's own figures), batch commits with
+    their latency, and per partition the lag behind the high watermark, which reaches 0 once
+    everything is in the table; the same counters move with the next records."""
+    from conftest import free_port
+    ns, topic = "mx_%s" % uuid.uuid4().hex[:6], "mx-" + uuid.uuid4().hex[:6]
+    make_events_table(rest_catalog, ns, "events")
+    kafka.create_topic(topic, 3)
+    n = 240
+    vals = [json.dumps({"id": i, "name": "n%d" % i}) for i in range(n)]
+    kafka.produce(topic, vals[:120] + ["not json"] + vals[120:], partition=None)
+    port = free_port()
+    doc = connector(floe, table_bucket, "mx-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "errors.tolerance": "all"})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap,
+                                                   "--metrics-listen", "127.0.0.1:%d" % port]).start()
+    try:
+        wait_rows(rest_catalog, ns + ".events", n, sink)
+        end, m = time.time() + 30, {}
+        while time.time() < end:
+            m = scrape(port)
+            lags = {k: v for k, v in m.items() if k.startswith("floe_sink_partition_lag{")}
+            if len(lags) == 3 and not any(lags.values()) and m["floe_sink_records_total"] == n + 1:
+                break
+            time.sleep(0.3)
+        assert m["floe_sink_partitions_assigned"] == 3, m
+        assert lags and not any(lags.values()), m
+        assert m["floe_sink_records_total"] == n + 1
+        assert m["floe_sink_record_bytes_total"] == sum(len(v) for v in vals) + len("not json")
+        assert m["floe_sink_bad_records_total"] == 1
+        assert m["floe_sink_rows_committed_total"] == n
+        tbl = rest_catalog.load_table(ns + ".events")
+        files = list(tbl.inspect.files().column("file_size_in_bytes").to_pylist())
+        assert m["floe_sink_files_written_total"] == len(files)
+        assert m["floe_sink_file_bytes_written_total"] == sum(files)
+        assert m["floe_sink_snapshots_total"] == len(list(tbl.snapshots()))
+        assert m['floe_sink_batches_total{result="ok"}'] >= 1
+        assert m["floe_sink_batch_commit_seconds_count"] >= m['floe_sink_batches_total{result="ok"}']
+        assert m['floe_sink_batch_commit_seconds_bucket{le="+Inf"}'] == m["floe_sink_batch_commit_seconds_count"]
+        assert m["floe_sink_last_commit_timestamp_seconds"] > time.time() - 120
+        offs = {k: v for k, v in m.items() if k.startswith("floe_sink_partition_committed_offset{")}
+        assert sum(offs.values()) == n + 1, offs   # the bad record's offset is passed too
+        # more records: the counters follow
+        kafka.produce(topic, [json.dumps({"id": n + i}) for i in range(30)])
+        wait_rows(rest_catalog, ns + ".events", n + 30, sink)
+        end = time.time() + 30
+        while time.time() < end:
+            m = scrape(port)
+            if m["floe_sink_rows_committed_total"] == n + 30:
+                break
+            time.sleep(0.3)
+        assert m["floe_sink_rows_committed_total"] == n + 30 and m["floe_sink_records_total"] == n + 31
+        import urllib.error
+        with pytest.raises(urllib.error.HTTPError) as ei:
+            import urllib.request
+            urllib.request.urlopen("http://127.0.0.1:%d/other" % port, timeout=10)
+        assert ei.value.code == 404
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
