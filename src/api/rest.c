@@ -868,18 +868,25 @@ static void h_register(rctx_t *x)
     }
     fl_tablesvc_lock(x->svc, x->bucket, x->ns, name); /* registerTable moves the pointer itself */
     json_t *meta = NULL;
+    char wb[64], id[37], claim[37] = "";
     fl_table_t t, cur;
     bool exists = fl_catalog_table_get(x->sc->cat, x->bucket, x->ns, name, &cur) == FL_OK;
     if (exists && (!json_is_true(ow) || strcmp(cur.kind, "table") != 0)) {
         err(x, 409, "AlreadyExistsException", "A table or view with this name already exists.");
         goto out;
     }
-    char wb[64], id[37];
     if (exists) {
         t = cur;
     } else {
         if (!fl_tablesvc_warehouse_of(loc, wb, id)) {
             err(x, 400, "BadRequestException", "The metadata location is not inside a table warehouse.");
+            goto out;
+        }
+        /* held until the row exists: the sweep of abandoned warehouses claims it too */
+        if (fl_tablesvc_warehouse_claim(x->svc, wb, FL_WAREHOUSE_REGISTER_LEASE_MS, claim)) {
+            claim[0] = 0;
+            err(x, 503, "ServiceUnavailableException",
+                "The table warehouse is claimed by another operation (a registration, or its removal); try again.");
             goto out;
         }
         row_init(x, &t, x->ns, name, id, false);
@@ -931,6 +938,7 @@ static void h_register(rctx_t *x)
         fl_tmeta_release(m);
     }
 out:
+    if (claim[0]) fl_tablesvc_warehouse_release(x->svc, wb, claim);
     fl_tablesvc_unlock(x->svc, x->bucket, x->ns, name);
     json_decref(meta);
 }

@@ -132,5 +132,7 @@
 #define FL_SINK_METRICS_MAX_CONNECTIONS 64          /* connections to floe sink's metrics listener */
 #define FL_SINK_SEEK_ATTEMPTS      5                  /* a rewind's seek of a partition tried, at most, before the sink stops */
 
+#define FL_WAREHOUSE_SWEEP_LEASE_MS (6 * 3600 * 1000LL) /* an abandoned warehouse claimed for its purge */
+#define FL_WAREHOUSE_REGISTER_LEASE_MS 60000         /* ... or for a registerTable adopting it */
 #define FL_STALE_UPLOAD_S          (7 * 24 * 3600)   /* multipart uploads swept after */
 #endif

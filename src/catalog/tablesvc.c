@@ -11,6 +11,7 @@
 #include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
+#include "base/time.h"
 #include "base/uuid.h"
 #include "iceberg/io.h"
 #include <stdio.h>
@@ -335,6 +336,27 @@ fl_err_t fl_tablesvc_drop(fl_tablesvc_t *s, const fl_table_t *t, bool purge,
     return e;
 }
 
+static void warehouse_key(const char *wb, char key[FL_ARN_MAX])
+{
+    snprintf(key, FL_ARN_MAX, "warehouse:%s", wb);
+}
+
+fl_err_t fl_tablesvc_warehouse_claim(fl_tablesvc_t *s, const char *wb, int64_t lease_ms, char owner[37])
+{
+    char key[FL_ARN_MAX];
+    warehouse_key(wb, key);
+    fl_uuid4(owner);
+    return fl_catalog_maint_claim(s->cfg.cat, key, "warehouse", owner, fl_now_ms(), lease_ms);
+}
+
+void fl_tablesvc_warehouse_release(fl_tablesvc_t *s, const char *wb, const char *owner)
+{
+    char key[FL_ARN_MAX];
+    warehouse_key(wb, key);
+    if (fl_catalog_maint_release(s->cfg.cat, key, owner))
+        fl_warn("tables: could not release the claim on warehouse %s (it expires by itself)", wb);
+}
+
 int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
 {
     fl_bucket_info_t *bs = NULL;
@@ -349,9 +371,13 @@ int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
         char wh[128];
         fl_table_t t;
         snprintf(wh, sizeof wh, "s3://%s", bs[i].name);
-        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) != FL_ERR_NOT_FOUND) continue;
-        purge_warehouse(s, bs[i].name);
-        swept++;
+        char claim[37];
+        if (fl_tablesvc_warehouse_claim(s, bs[i].name, FL_WAREHOUSE_SWEEP_LEASE_MS, claim)) continue;
+        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) == FL_ERR_NOT_FOUND) {
+            purge_warehouse(s, bs[i].name);
+            swept++;
+        }
+        fl_tablesvc_warehouse_release(s, bs[i].name, claim);
     }
     free(bs);
     if (swept) fl_info("tables: swept %d warehouse(s) that no table owns", swept);

@@ -99,8 +99,20 @@ void fl_tablesvc_warehouse_url(const fl_tablesvc_t *s, const fl_table_t *t, char
 fl_err_t fl_tablesvc_drop(fl_tablesvc_t *s, const fl_table_t *t, bool purge,
                           const char *expect_token);
 /* Removes warehouse buckets created before created_before_ms that no table owns
- * (abandoned stage-creates, a crash between warehouse and row). Returns how many. */
+ * (abandoned stage-creates, a crash between warehouse and row, a drop without
+ * purge). Each is claimed first (fl_tablesvc_warehouse_claim), so that a
+ * registerTable adopting it cannot land between the check and the purge;
+ * one claimed by someone else is left for the next sweep. Returns how many. */
 int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms);
+/* Claims the warehouse bucket wb ("{uuid}--table-s3") that no table owns for
+ * lease_ms, for whoever is about to act on it (the sweep that deletes it, a
+ * registerTable that adopts it): a lease row in the catalog store (the
+ * maintenance leases' table, keyed "warehouse:{wb}"), so claims exclude each
+ * other across every node. owner (37 bytes) receives the claim's id.
+ * FL_ERR_CONFLICT: someone else holds it (or the store was busy). Release
+ * with fl_tablesvc_warehouse_release; a crashed holder's claim expires. */
+fl_err_t fl_tablesvc_warehouse_claim(fl_tablesvc_t *s, const char *wb, int64_t lease_ms, char owner[37]);
+void fl_tablesvc_warehouse_release(fl_tablesvc_t *s, const char *wb, const char *owner);
 
 /* S3 Tables naming of namespaces and tables: 1-255 of [a-z0-9_], starting and
  * ending with a letter or digit. */

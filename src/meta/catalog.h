@@ -199,7 +199,8 @@ fl_err_t fl_catalog_maint_claim(fl_catalog_t *c, const char *arn, const char *ty
  * longer holds it (it expired and another claimed it): stop the job. */
 fl_err_t fl_catalog_maint_heartbeat(fl_catalog_t *c, const char *arn, const char *owner, int64_t now_ms,
                                     int64_t lease_ms);
-/* Frees the lease if owner holds it (else nothing happens). */
+/* Frees the lease if owner holds it (else nothing happens): its row goes, so
+ * leases taken on names that come and go (warehouse claims) leave nothing. */
 fl_err_t fl_catalog_maint_release(fl_catalog_t *c, const char *arn, const char *owner);
 /* Frees every lease owner holds (freed: how many). For a node starting up:
  * a lease its previous process held when it died (SIGKILL, crash) names no

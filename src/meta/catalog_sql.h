@@ -118,8 +118,8 @@ static const char *const fl_catalog_sql[ST_COUNT] = {
                    " OR maintenance_jobs.lease_until_ms <= excluded.claimed_ms",
     [ST_M_BEAT] = "UPDATE maintenance_jobs SET heartbeat_ms = ?4, lease_until_ms = ?5"
                   " WHERE table_arn = ?1 AND owner = ?3",
-    [ST_M_FREE] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE table_arn = ?1 AND owner = ?3",
-    [ST_M_FREE_OWNER] = "UPDATE maintenance_jobs SET owner = '', lease_until_ms = 0 WHERE owner = ?3",
+    [ST_M_FREE] = "DELETE FROM maintenance_jobs WHERE table_arn = ?1 AND owner = ?3",
+    [ST_M_FREE_OWNER] = "DELETE FROM maintenance_jobs WHERE owner = ?3",
     [ST_M_DEL_ARN] = "DELETE FROM maintenance_jobs WHERE table_arn = ?1",
     [ST_R_INS] = "INSERT INTO maintenance_runs(table_arn, type, owner, start_ms, end_ms, status, files_in, bytes_in,"
                  " files_out, bytes_out, snapshots_removed, objects_removed, commits, message)"

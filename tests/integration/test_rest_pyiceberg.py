@@ -466,6 +466,47 @@ def test_register_after_drop_without_purge(rest_catalog, namespace, raw_rest):
     assert sorted(reg.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2, 3]
 
 
+def catalog_store_sql(srv, sql):
+    """Runs sql on srv's catalog store (SQLite file or its PostgreSQL database)."""
+    import pgserver
+    if pgserver.wanted():
+        pgserver.psql(sql, pgserver.database_for(srv.data_dir))
+        return
+    import os
+    import sqlite3
+    db = sqlite3.connect(os.path.join(srv.data_dir, "catalog.db"), timeout=10)
+    try:
+        db.execute(sql)
+        db.commit()
+    finally:
+        db.close()
+
+
+def test_register_waits_for_a_claimed_warehouse(floe, rest_catalog, namespace):
+    """A warehouse no table owns is claimed by whoever acts on it: the sweep of abandoned
+    warehouses deletes it under a claim, so a registerTable adopting it meanwhile is refused
+    (503, to be retried; nothing registered) instead of landing between the sweep's check and its purge;
+    once the claim is gone the same registration succeeds."""
+    tbl = rest_catalog.create_table((namespace, "claimed"), SCHEMA)
+    tbl.append(batch(range(3)))
+    loc = tbl.metadata_location
+    rest_catalog.drop_table((namespace, "claimed"))  # purgeRequested=False: files stay, unowned
+    key = "warehouse:" + loc.split("/")[2]
+    now = int(time.time() * 1000)
+    catalog_store_sql(floe, "INSERT INTO maintenance_jobs(table_arn, type, owner, claimed_ms, heartbeat_ms,"
+                            " lease_until_ms) VALUES ('%s', 'warehouse', 'sweeper', %d, %d, %d)"
+                            % (key, now, now, now + 600000))
+    try:
+        with pytest.raises(Exception, match="claimed by another operation"):
+            rest_catalog.register_table((namespace, "adopted"), loc)
+        with pytest.raises(NoSuchTableError):
+            rest_catalog.load_table((namespace, "adopted"))
+    finally:
+        catalog_store_sql(floe, "DELETE FROM maintenance_jobs WHERE table_arn = '%s'" % key)
+    reg = rest_catalog.register_table((namespace, "adopted"), loc)
+    assert sorted(reg.scan().to_arrow().column("id").to_pylist()) == [0, 1, 2]
+
+
 def test_create_table_errors(raw_rest, namespace):
     r = raw_rest.request("POST", raw_rest.p("namespaces/%s/tables" % unique("nons")),
                          {"name": "t", "schema": {"type": "struct", "fields": []}})

@@ -44,8 +44,15 @@ FL_TEST(tablesvc_sweeps_unowned_warehouses_only)
     REQUIRE(fl_store_bucket_create(store, "plain") == FL_OK);
 
     CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() - 3600 * 1000), 0); /* too young */
-    CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() + 1000), 1);
+    /* a registerTable adopting it holds its claim: the sweep leaves it, and cannot claim it */
+    char reg[37], other[37];
+    REQUIRE(fl_tablesvc_warehouse_claim(svc, "abandoned--table-s3", 60000, reg) == FL_OK);
+    CHECK_EQ(fl_tablesvc_warehouse_claim(svc, "abandoned--table-s3", 60000, other), FL_ERR_CONFLICT);
+    CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() + 1000), 0);
     fl_bucket_info_t bi;
+    CHECK_EQ(fl_store_bucket_head(store, "abandoned--table-s3", &bi), FL_OK);
+    fl_tablesvc_warehouse_release(svc, "abandoned--table-s3", reg);
+    CHECK_EQ(fl_tablesvc_sweep(svc, fl_now_ms() + 1000), 1);
     CHECK_EQ(fl_store_bucket_head(store, "abandoned--table-s3", &bi), FL_ERR_NO_BUCKET);
     CHECK_EQ(fl_store_bucket_head(store, "plain", &bi), FL_OK);
     CHECK_EQ(fl_store_bucket_head(store, t.warehouse + 5, &bi), FL_OK);
