@@ -14,8 +14,12 @@
 #       with FLOE_FILE_IO=oss (tests/integration/test_oss_fileio.py).
 #   .cache/plugins/iceberg-$IV-oss/ (only with the `sink-oss` target) the sink plugin above plus
 #       iceberg-aliyun and aliyun-sdk-oss (OSSFileIO), for run.sh's SCENARIO=oss.
-# Usage: fetch.sh [kafka] [sink] [sink-oss] [spark] [oss]; no target = kafka sink (what the compat
-# runs need).
+#   .cache/apicurio-registry-$V/ (only with the `registry` target) Apicurio Registry, a schema
+#       registry with a Confluent-compatible API, built by Quarkus from Maven Central's
+#       io.apicurio:apicurio-registry-app (tests/compat/apicurio/pom.xml says how):
+#       apicurio-registry-runner.jar + lib/, run by tests/integration/registry_fixtures.py.
+# Usage: fetch.sh [kafka] [sink] [sink-oss] [spark] [oss] [registry]; no target = kafka sink (what
+# the compat runs need).
 # Idempotent: a directory is rebuilt only when its generated pom changes.
 # Env: KAFKA_VERSION (3.9.2), ICEBERG_VERSIONS ("1.10.1 1.12.0"), HADOOP_VERSION (3.3.6),
 #      FAILSAFE_VERSION (3.3.2), M2_REPO (tests/compat/.cache/m2),
@@ -142,5 +146,26 @@ if want oss; then
       dep org.apache.hadoop hadoop-client-runtime "$HADOOP_VERSION"
       dep org.apache.hadoop hadoop-client-api "$HADOOP_VERSION"
     )")"
+fi
+# --- Apicurio Registry: a Quarkus build of the app artifact (every repository mirrored to Central) ---
+if want registry; then
+  src="$HERE/apicurio"
+  av="$(sed -n 's:.*<apicurio.version>\(.*\)</apicurio.version>.*:\1:p' "$src/pom.xml")"
+  out="$CACHE/apicurio-registry-$av" work="$CACHE/poms/apicurio-registry-$av"
+  stamp="$(cd "$src" && find . -type f | LC_ALL=C sort | xargs sha256sum)"
+  if [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] && [ -f "$out/apicurio-registry-runner.jar" ]; then
+    echo "fetch: apicurio-registry-$av cached ($out)"
+  else
+    echo "fetch: building apicurio-registry-$av ..."
+    rm -rf "$work" "$out.tmp"; mkdir -p "$work" "$out.tmp"
+    cp -r "$src/." "$work/"
+    mvn -B -s "$work/settings.xml" -f "$work/pom.xml" -Dmaven.repo.local="$M2_REPO" package \
+        > "$work/mvn.log" 2>&1 || { tail -60 "$work/mvn.log" >&2; echo "fetch: mvn failed for apicurio-registry-$av (log: $work/mvn.log)" >&2; exit 1; }
+    cp "$work"/target/*-runner.jar "$out.tmp/apicurio-registry-runner.jar"
+    cp -r "$work/target/lib" "$out.tmp/lib"
+    printf '%s' "$stamp" > "$out.tmp/.stamp"
+    rm -rf "$out" "$work/target"; mv "$out.tmp" "$out"
+    echo "fetch: apicurio-registry-$av -> $out ($(ls "$out/lib" | wc -l) jars)"
+  fi
 fi
 echo "fetch: done; cache $(du -sh "$CACHE" | cut -f1) at $CACHE"

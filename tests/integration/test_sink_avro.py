@@ -1,23 +1,26 @@
 """floe sink with Confluent's AvroConverter: records in the schema registry's wire format
-(magic 0, 4-byte schema id, Avro binary), encoded by fastavro (a real Avro library), the
-writer schemas served by a STAND-IN registry: a small HTTP server in this test with the
-Confluent REST shape (GET /schemas/ids/<id> -> {"schema": "..."}, 404 with error_code
-40403, basic auth). No Confluent-compatible registry can be installed from the package
-registries this project reaches (checked again for issue 11): Confluent's is not on Maven
-Central; `pip install karapace` finds no distribution on PyPI; Apicurio Registry publishes no
-runnable jar there (no `runner` classifier for any io.apicurio:apicurio-registry-app version),
-and building one with Quarkus's build step from the app artifact fails on modules that are not
-on Maven Central: 3.3.3 needs apicurio-registry-schema-util-provider and
-apicurio-registry-contracts-rules 3.3.3, 3.0.9's parent POM io.apicurio:apicurio-registry:3.0.9
-and apicurio-registry-utils-kafka 3.0.9 are missing, 2.6.13.Final needs
-apicurio-registry-schema-util-provider 2.6.13.Final. So this server stands in for one; what
-floe sink does with its answers is what is tested.
+(magic 0, 4-byte schema id, Avro binary), encoded by fastavro (a real Avro library).
 
-Shown: auto-create infers the table from the Avro schema (nested records, arrays, maps,
+The main path runs against a REAL registry: Apicurio Registry 2.4.2.Final, built from Maven
+Central's io.apicurio:apicurio-registry-app by `tests/compat/fetch.sh registry`
+(tests/compat/apicurio/pom.xml) and started by registry_fixtures.py; the test registers its
+schemas through the registry's Confluent-compatible API (/apis/ccompat/v7) with BACKWARD
+compatibility on the subject, so the second version (an added optional field) is one the
+registry accepted as an evolution, and it refuses an incompatible one. floe sink's
+value.converter.schema.registry.url points at that API. (Confluent's own registry is not on
+Maven Central and Karapace is not on PyPI.)
+
+Shown there: auto-create infers the table from the Avro schema (nested records, arrays, maps,
 nullable unions, logical types date / time-millis / timestamp-millis / timestamp-micros /
-local-timestamp-micros / decimal / uuid, enums, bytes); values land exactly; a second
-schema id adds a column (evolution); each id is fetched once; a record that is not in the
-wire format and one naming an unknown id go to the dead-letter topic."""
+local-timestamp-micros / decimal / uuid, enums, bytes); values land exactly; the second
+schema id adds a column (evolution); each id is fetched once (the registry's access log); a
+record that is not in the wire format and one naming an id the registry does not have go to
+the dead-letter topic.
+
+A STAND-IN registry (a small HTTP server in this test with the Confluent REST shape: GET
+/schemas/ids/<id> -> {"schema": "..."}, 404 with error_code 40403, basic auth) covers what the
+real one cannot show: basic auth accepted and refused (Apicurio's auth needs an OIDC server),
+and the exact request count of a flood of unknown ids (the negative cache)."""
 import base64
 import datetime
 import decimal
@@ -30,6 +33,7 @@ from http.server import BaseHTTPRequestHandler
 import fastavro
 
 from kafka_fixtures import LocalHttp, Sink, kafka  # noqa: F401
+from registry_fixtures import apicurio  # noqa: F401
 from rest_fixtures import rest_catalog, s3tables, table_bucket  # noqa: F401
 from test_sink import connector, wait_rows, write_config
 
@@ -121,39 +125,50 @@ def event(i):
     }
 
 
-def avro_connector(floe, arn, name, topic, ns, reg, dlq, **extra):
-    """AvroConverter with the stand-in registry and basic auth into an auto-created ns.events;
+def avro_connector(floe, arn, name, topic, ns, reg, dlq, auth=True, **extra):
+    """AvroConverter with registry reg (basic auth when auth) into an auto-created ns.events;
     bad records to dlq."""
+    if auth:
+        extra = {"value.converter.basic.auth.credentials.source": "USER_INFO",
+                 "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD), **extra}
     doc = connector(floe, arn, name, topics=topic, **{
         "iceberg.tables": ns + ".events", "iceberg.tables.auto-create-enabled": "true",
         "value.converter": "io.confluent.connect.avro.AvroConverter",
         "value.converter.schema.registry.url": reg.url,
-        "value.converter.basic.auth.credentials.source": "USER_INFO",
-        "value.converter.basic.auth.user.info": "%s:%s" % (USER, PASSWORD),
         "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq, **extra})
     doc["config"].pop("value.converter.schemas.enable")
     return doc
 
 
-def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_catalog, kafka, apicurio):  # noqa: F811
     ns, topic, dlq = "avro_%s" % uuid.uuid4().hex[:6], "av-" + uuid.uuid4().hex[:6], "avdlq-" + uuid.uuid4().hex[:6]
     kafka.create_topic(topic, 2)
     kafka.create_topic(dlq, 1)
-    reg = Registry({1: SCHEMA_V1, 2: SCHEMA_V2})
+    reg, subject = apicurio, topic + "-value"                        # TopicNameStrategy's subject
+    assert reg.request("PUT", "/config/" + subject, {"compatibility": "BACKWARD"}) == \
+        (200, {"compatibility": "BACKWARD"})
+    id1 = reg.register(subject, SCHEMA_V1)
+    id2 = reg.register(subject, SCHEMA_V2)                          # an added optional field: compatible
+    assert id1 != id2 and reg.request("GET", "/subjects/%s/versions" % subject) == (200, [1, 2])
+    bad = json.loads(json.dumps(SCHEMA_V2))
+    bad["fields"].append({"name": "must", "type": "string"})        # required, no default: refused
+    assert reg.request("POST", "/subjects/%s/versions" % subject, {"schema": json.dumps(bad)})[0] == 409
+    unknown = max(id1, id2) + 1000
+    assert reg.request("GET", "/schemas/ids/%d" % unknown)[0] == 404
     n1, n2 = 40, 10
-    vals = [wire(1, SCHEMA_V1, event(i)) for i in range(n1)]
+    vals = [wire(id1, SCHEMA_V1, event(i)) for i in range(n1)]
     vals.insert(5, b'{"id": 1}')                                    # JSON, not the wire format
-    vals.insert(9, b"\x00\x00\x00\x00\x63" + vals[0][5:])           # schema id 99: not in the registry
-    vals += [wire(2, SCHEMA_V2, dict(event(1000 + i), extra="x%d" % i)) for i in range(n2)]
+    vals.insert(9, b"\x00" + struct.pack(">I", unknown) + vals[0][5:])  # an id the registry does not have
+    vals += [wire(id2, SCHEMA_V2, dict(event(1000 + i), extra="x%d" % i)) for i in range(n2)]
     kafka.produce(topic, vals, partition=0)
-    doc = avro_connector(floe, table_bucket, "avro-" + topic, topic, ns, reg, dlq,
+    before = reg.fetches()
+    doc = avro_connector(floe, table_bucket, "avro-" + topic, topic, ns, reg, dlq, auth=False,
                          **{"iceberg.tables.evolve-schema-enabled": "true"})
     sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
     try:
         t = wait_rows(rest_catalog, ns + ".events", n1 + n2, sink)
     finally:
         rc = sink.stop()
-        reg.close()
     assert rc == 0, sink.log()[-3000:]
     assert t.num_rows == n1 + n2
 
@@ -184,11 +199,13 @@ def test_avro_registry_autocreate_evolve_dlq(tmp_path, floe, table_bucket, rest_
         assert row["kind"] == want["kind"] and row["blob"] == want["blob"]
         assert row["extra"] == (None if i < 1000 else "x%d" % (i - 1000))
 
-    assert reg.fetches[1] == 1 and reg.fetches[2] == 1, reg.fetches   # cached per id
+    after = reg.fetches()
+    fetched = {i: after.get(i, 0) - before.get(i, 0) for i in (id1, id2, unknown)}
+    assert fetched == {id1: 1, id2: 1, unknown: 1}, fetched          # once per id, from the registry
     msgs = kafka.consume_all(dlq, 2)
     assert len(msgs) == 2
     reasons = sorted(dict(m.headers())["__connect.errors.exception.message"].decode() for m in msgs)
-    assert "wire format" in reasons[0] and "schema id 99" in reasons[1], reasons
+    assert "wire format" in reasons[0] and "schema id %d" % unknown in reasons[1], reasons
     offs = json.loads(tbl.current_snapshot().summary["floe.offsets.connect-avro-" + topic])
     assert offs[topic]["0"] == n1 + n2 + 2
 
