@@ -30,7 +30,7 @@ start)
   as_pg "$bindir/initdb" -D "$dir/data" -U floe -A trust -E UTF8 --locale=C.UTF-8 >"$dir/initdb.log" 2>&1 ||
     as_pg "$bindir/initdb" -D "$dir/data" -U floe -A trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1
   printf '%s' "${PG_TEST_SERVER_OPTS:-}" >"$dir/opts"
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' >"$dir/port"
+  python3 "$(dirname "$0")/../tests/free_port.py" >"$dir/port"
   pg_start
   echo "postgresql://floe@127.0.0.1:$(cat "$dir/port")/postgres"
   ;;

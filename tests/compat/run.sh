@@ -62,7 +62,7 @@ RUN="$CACHE/runs/$(date +%Y%m%d-%H%M%S)-iceberg$ICEBERG_VERSION-$CHECKSUM-$SCENA
 mkdir -p "$RUN"
 T0=$(date +%s)
 log() { printf '[%4ds] %s\n' $(( $(date +%s) - T0 )) "$*"; }
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+free_port() { "$PY" "$HERE/../free_port.py"; }
 S3P=$(free_port); CATP=$(free_port); BP=$(free_port); CP=$(free_port); RP=$(free_port)
 S3=http://127.0.0.1:$S3P; CAT=http://127.0.0.1:$CATP; REST=http://127.0.0.1:$RP
 BOOT=127.0.0.1:$BP

@@ -91,10 +91,8 @@ def log(msg):
     print("[%4ds] %s" % (time.time() - T0, msg), flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from free_port import free_port  # noqa: E402 - one picker for every test server
 
 
 def wait_for(secs, what, fn):

@@ -29,6 +29,7 @@ in the modes they do not fit. scripts/test.sh runs a subset in this mode."""
 import os
 import re
 import shutil
+import sys
 import signal
 import socket
 import subprocess
@@ -71,10 +72,8 @@ _SERVERS = []          # every server started in this session
 _TEST_START = [0.0]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from free_port import free_port  # noqa: E402,F401 - one picker for every test server
 
 
 class FloeServer:

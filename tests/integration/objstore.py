@@ -12,7 +12,6 @@ import atexit
 import hashlib
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,9 +26,8 @@ def wanted():
 
 
 def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from conftest import free_port
+    return free_port()
 
 
 def _backing(floe_bin, akid, secret, region):

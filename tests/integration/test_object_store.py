@@ -151,9 +151,8 @@ def versitygw(tmp_path):
     if not os.access(VERSITYGW, os.X_OK):
         pytest.skip("versitygw is not installed (scripts/install-deps.sh builds it into tests/.cache/bin; "
                     "tests/.cache/versitygw.err says why it did not)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    from conftest import free_port
+    port = free_port()
     root = tmp_path / "vgw"
     root.mkdir()
     log = open(tmp_path / "vgw.log", "wb")
