@@ -83,6 +83,9 @@ fl_err_t fl_pq_writer_write(fl_pq_writer_t *w, const fl_vec_t *batch);
  * (an estimate of the final file size, for rolling files by size). */
 int64_t fl_pq_writer_rows(const fl_pq_writer_t *w);
 int64_t fl_pq_writer_bytes(const fl_pq_writer_t *w);
+/* Bytes held in memory for the row group being built (encoded pages, the
+ * page being filled, dictionaries): what closing the file would free. */
+int64_t fl_pq_writer_buffered(const fl_pq_writer_t *w);
 /* Flush the last row group and the footer; fill *info (may be NULL). */
 fl_err_t fl_pq_writer_close(fl_pq_writer_t *w, fl_pq_file_info_t *info);
 /* Free (after close, or to abandon a file). NULL-safe. */

@@ -1911,6 +1911,11 @@ int64_t fl_pq_writer_bytes(const fl_pq_writer_t *w)
     return w->pos + (int64_t)buffered(w);
 }
 
+int64_t fl_pq_writer_buffered(const fl_pq_writer_t *w)
+{
+    return (int64_t)buffered(w);
+}
+
 /* Iceberg single-value binary bound of the file statistics (lower or upper). */
 static bool iceberg_bound(const fl_pq_writer_t *w, const leaf_t *L, bool upper, fl_buf_t *b)
 {

@@ -212,6 +212,14 @@ const fl_field_t *fl_append_schema(const fl_appender_t *a) { return &a->schema; 
 json_t *fl_append_metadata(const fl_appender_t *a) { return a->md; }
 int64_t fl_append_rows(const fl_appender_t *a) { return a->rows; }
 
+int64_t fl_append_buffered(const fl_appender_t *a)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < a->n_open; i++)
+        if (a->open[i]->w) n += fl_pq_writer_buffered(a->open[i]->w);
+    return n;
+}
+
 /* ---- partition routing ---- */
 
 /* Vector of field id src inside batch (following struct children only);

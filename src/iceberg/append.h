@@ -93,6 +93,9 @@ json_t *fl_append_metadata(const fl_appender_t *a);
 fl_err_t fl_append_write(fl_appender_t *a, const fl_vec_t *batch, char *err, size_t errlen);
 /* Rows and files written since open (or the last commit). */
 int64_t fl_append_rows(const fl_appender_t *a);
+/* Bytes the open data files hold in memory (their row groups being built):
+ * what a commit, or fl_append_take_files, would free. */
+int64_t fl_append_buffered(const fl_appender_t *a);
 /* Close the open files and commit one snapshot whose summary carries the
  * n_kv (key, value) pairs of kv (kv[2i], kv[2i+1]) besides Iceberg's own
  * figures. With no rows written nothing is committed (*snapshot_id = -1).

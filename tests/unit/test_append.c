@@ -37,12 +37,15 @@ FL_TEST(append_partitions_roll_rebase_and_read_back)
     }
     fl_vec_clear(&batch);
     fill(&batch, 10000, 300, 2);
+    CHECK_EQ(fl_append_buffered(b), 0);
     REQUIRE(fl_append_write(b, &batch, err, sizeof err) == FL_OK);
+    CHECK(fl_append_buffered(b) > 0);   /* its open files' row groups, in memory */
     CHECK_EQ(fl_append_rows(a), 2000);
     const char *kv[] = { "writer", "a" };
     int64_t sa = -1, sb = -1;
     REQUIRE(fl_append_commit(a, kv, 1, &sa, err, sizeof err) == FL_OK);
     CHECK(sa > 0);
+    CHECK_EQ(fl_append_buffered(a), 0);   /* the commit closed them */
     /* b was opened on the empty table: its first commit conflicts, then re-bases. */
     REQUIRE(fl_append_commit(b, NULL, 0, &sb, err, sizeof err) == FL_OK);
     CHECK(sb > 0 && sb != sa);
