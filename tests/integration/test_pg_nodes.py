@@ -204,3 +204,39 @@ def test_iam_signals_only_for_writes(floe_factory):
         assert after[1]["received"] - before[1]["received"] == 1, (before, after)
     root.delete_user_policy(UserName="signalled", PolicyName="p")
     root.delete_user(UserName="signalled")
+
+
+def test_load_table_is_one_round_trip(floe_factory):
+    """A loadTable (GET .../tables/{t}) reads the table bucket's row and the table's
+    in one PostgreSQL round trip (floe_catalog_pg_round_trips_total), as does a
+    GET of a table that does not exist (404)."""
+    import urllib.request
+
+    import pyarrow as pa
+
+    from rest_fixtures import RestRaw, load_rest_catalog
+
+    def trips():
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % a.catalog_port, timeout=10) as r:
+            for ln in r.read().decode().splitlines():
+                if ln.startswith("floe_catalog_pg_round_trips_total"):
+                    return int(float(ln.split()[-1]))
+        raise AssertionError("no floe_catalog_pg_round_trips_total in /metrics")
+
+    a = floe_factory(extra_args=["--catalog-db", pgserver.fresh_database()])
+    arn = make_s3tables_client(a.catalog_port).create_table_bucket(name=unique_tb_name("trips"))["arn"]
+    cat = load_rest_catalog(a, arn)
+    cat.create_namespace("ns")
+    cat.create_table(("ns", "t"), pa.schema([("x", pa.int64())])).append(pa.table({"x": [1]}))
+    raw = RestRaw(a, arn)
+    assert raw.load_table("ns", "t").status_code == 200      # the metadata is cached now
+    n = 20
+    before = trips()
+    for _ in range(n):
+        r = raw.load_table("ns", "t")
+        assert r.status_code == 200 and r.json()["metadata"]["current-snapshot-id"]
+    assert trips() - before == n
+    before = trips()
+    for _ in range(n):
+        assert raw.load_table("ns", "nosuch").status_code == 404
+    assert trips() - before == n
