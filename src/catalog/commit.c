@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define COMMIT_ATTEMPTS 8
 #define MAX_CHANGES 100
@@ -364,6 +365,37 @@ static void discard_written(fl_tablesvc_t *s, work_t *w, size_t n)
         }
 }
 
+/* After a commit that landed (and after the table's lock): with the table property
+ * write.metadata.delete-after-commit.enabled=true, the previous metadata files that the
+ * base's metadata-log named and the new one no longer does (it keeps the newest
+ * write.metadata.previous-versions-max) are deleted, as Iceberg's own catalogs do after
+ * a commit. Only files of the table's warehouse; never the new file, the base's own or one
+ * the new log keeps. A failed delete is logged (unreferenced-file removal finds it later). */
+static void prune_metadata_log(fl_tablesvc_t *s, const work_t *w)
+{
+    json_t *props = json_object_get(w->next, "properties");
+    const char *on = json_string_value(json_object_get(props, "write.metadata.delete-after-commit.enabled"));
+    if (!on || strcasecmp(on, "true") != 0) return;
+    json_t *kept = json_object_get(w->next, "metadata-log"), *x, *y;
+    size_t i, j;
+    json_array_foreach(json_object_get(w->base->meta, "metadata-log"), i, x) {
+        const char *p = json_string_value(json_object_get(x, "metadata-file"));
+        if (!p || !strcmp(p, w->loc) || !strcmp(p, w->row.metadata_location)) continue;
+        bool keep = false;
+        json_array_foreach(kept, j, y) {
+            const char *q = json_string_value(json_object_get(y, "metadata-file"));
+            if (q && !strcmp(p, q)) {
+                keep = true;
+                break;
+            }
+        }
+        if (keep) continue;
+        fl_err_t e = fl_tablesvc_delete_metadata(s, &w->row, p);
+        if (e && e != FL_ERR_NOT_FOUND && e != FL_ERR_INVALID)
+            fl_warn("catalog: could not remove %s (off the metadata-log): %s", p, fl_err_str(e));
+    }
+}
+
 static void work_reset(work_t *w)
 {
     fl_tmeta_release(w->base);
@@ -644,6 +676,8 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
 out:
     if (!keep_files) discard_written(s, w, n);
     unlock_many(s, locks, nl);
+    for (size_t i = 0; !e && !c->view && i < n; i++)
+        if (w[i].next && w[i].base) prune_metadata_log(s, &w[i]);
     for (size_t i = 0; i < n; i++) work_reset(&w[i]);
     free(sw);
     free(w);
