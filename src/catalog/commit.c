@@ -202,44 +202,99 @@ fl_err_t fl_tablesvc_load(fl_tablesvc_t *s, const fl_table_t *t, fl_tmeta_t **ou
 /* ------------------------------------------------------------------ */
 /* per-table locks                                                     */
 
-static int stripe_of(const char *bucket, const char *ns, const char *name)
+/* Each table is locked on its own: a locked table is a key in its stripe's
+ * list, and the stripe's mutex is held only while the list is looked at, so a
+ * table held for long (compaction's hold, a commit writing to a remote store)
+ * never blocks a commit to another table whose name hashes alike. */
+
+/* "bucket\x1fns\x1fname" into key (TKEY_MAX bytes; names are capped well below). */
+#define TKEY_MAX (64 + 2 * FL_NAME_MAX + 2)
+static void tkey(char key[TKEY_MAX], const char *bucket, const char *ns, const char *name)
 {
-    uint64_t h = fnv(bucket) * 31 + fnv(ns) * 17 + fnv(name);
-    return (int)(h % FL_TABLESVC_STRIPES);
+    snprintf(key, TKEY_MAX, "%s\x1f%s\x1f%s", bucket, ns, name);
+}
+
+static tstripe_t *stripe_of(fl_tablesvc_t *s, const char *key)
+{
+    return &s->stripes[fnv(key) % FL_TABLESVC_STRIPES];
+}
+
+static tlock_t **find_locked(tstripe_t *st, const char *key)
+{
+    tlock_t **p = &st->locked;
+    while (*p && strcmp((*p)->key, key) != 0) p = &(*p)->next;
+    return p;
+}
+
+static void lock_key(fl_tablesvc_t *s, const char *key)
+{
+    tstripe_t *st = stripe_of(s, key);
+    size_t n = strlen(key) + 1;
+    tlock_t *l = fl_malloc(sizeof *l + n);
+    memcpy(l->key, key, n);
+    pthread_mutex_lock(&st->mu);
+    while (*find_locked(st, key)) pthread_cond_wait(&st->cv, &st->mu);
+    l->next = st->locked;
+    st->locked = l;
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void unlock_key(fl_tablesvc_t *s, const char *key)
+{
+    tstripe_t *st = stripe_of(s, key);
+    pthread_mutex_lock(&st->mu);
+    tlock_t **p = find_locked(st, key), *l = *p;
+    if (l) *p = l->next;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    free(l);
 }
 
 void fl_tablesvc_lock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name)
 {
-    pthread_mutex_lock(&s->stripes[stripe_of(bucket, ns, name)]);
+    char key[TKEY_MAX];
+    tkey(key, bucket, ns, name);
+    lock_key(s, key);
 }
 
 void fl_tablesvc_unlock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name)
 {
-    pthread_mutex_unlock(&s->stripes[stripe_of(bucket, ns, name)]);
+    char key[TKEY_MAX];
+    tkey(key, bucket, ns, name);
+    unlock_key(s, key);
 }
 
-static int cmp_int(const void *a, const void *b)
+static int cmp_str(const void *a, const void *b)
 {
-    return *(const int *)a - *(const int *)b;
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Locks the stripes of n tables in ascending order (no deadlock between two
- * multi-table callers), each once. locks[] gets them; returns how many. */
+/* Locks n tables in ascending key order (no deadlock between two multi-table
+ * callers), each once. keys[] gets their keys (malloc'd); returns how many. */
 static size_t lock_many(fl_tablesvc_t *s, const char *bucket, const char *const *ns, const char *const *name,
-                        size_t n, int *locks)
+                        size_t n, char **keys)
 {
-    for (size_t i = 0; i < n; i++) locks[i] = stripe_of(bucket, ns[i], name[i]);
-    qsort(locks, n, sizeof *locks, cmp_int);
+    char key[TKEY_MAX];
+    for (size_t i = 0; i < n; i++) {
+        tkey(key, bucket, ns[i], name[i]);
+        keys[i] = fl_strdup(key);
+    }
+    qsort(keys, n, sizeof *keys, cmp_str);
     size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!u || locks[u - 1] != locks[i]) locks[u++] = locks[i];
-    for (size_t i = 0; i < u; i++) pthread_mutex_lock(&s->stripes[locks[i]]);
+    for (size_t i = 0; i < n; i++) {
+        if (u && !strcmp(keys[u - 1], keys[i])) free(keys[i]);
+        else keys[u++] = keys[i];
+    }
+    for (size_t i = 0; i < u; i++) lock_key(s, keys[i]);
     return u;
 }
 
-static void unlock_many(fl_tablesvc_t *s, const int *locks, size_t nl)
+static void unlock_many(fl_tablesvc_t *s, char **keys, size_t nl)
 {
-    for (size_t i = nl; i-- > 0;) pthread_mutex_unlock(&s->stripes[locks[i]]);
+    for (size_t i = nl; i-- > 0;) {
+        unlock_key(s, keys[i]);
+        free(keys[i]);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -261,7 +316,7 @@ fl_err_t fl_tablesvc_rename(fl_tablesvc_t *s, const fl_table_t *t, const char *n
                             const char *expect_token)
 {
     const char *nss[2] = { t->ns, new_ns }, *names[2] = { t->name, new_name };
-    int locks[2];
+    char *locks[2];
     size_t nl = lock_many(s, t->bucket, nss, names, 2, locks);
     fl_err_t e = fl_catalog_table_rename(s->cfg.cat, t->bucket, t->ns, t->name, new_ns, new_name, t->id,
                                          expect_token);
@@ -588,7 +643,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
         nss[i] = ch[i].ns;
         names[i] = ch[i].name;
     }
-    int *locks = fl_calloc(n, sizeof *locks);
+    char **locks = fl_calloc(n, sizeof *locks);
     size_t nl = c->locked ? 0 : lock_many(s, c->bucket, nss, names, n, locks);
     work_t *w = fl_calloc(n, sizeof *w);
     for (size_t i = 0; i < n; i++) w[i].c = &ch[i];

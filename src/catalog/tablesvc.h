@@ -137,7 +137,8 @@ fl_tmeta_t *fl_tablesvc_remember(fl_tablesvc_t *s, const char *location, json_t 
  * process; the compare-and-swap in the catalog store decides between
  * processes. Commits, swaps, renames (both names) and drops take it; a caller
  * that composes its own pointer move (registerTable) takes it around the move
- * and must then call none of those. Not recursive. */
+ * and must then call none of those. Not recursive. Each table is locked on its
+ * own (another table is never held up, however long this one is held). */
 void fl_tablesvc_lock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name);
 void fl_tablesvc_unlock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name);
 
