@@ -359,9 +359,29 @@ static fl_err_t get_row(fl_tablesvc_t *s, const char *bucket, const char *ns, co
                 view ? "The specified view does not exist." : "The specified table does not exist.");
 }
 
+/* A ref of base that next lacks and that no remove-snapshot-ref of updates names (a
+ * remove-snapshots took it along), or NULL. */
+static const char *dropped_ref(json_t *base, json_t *next, json_t *updates)
+{
+    const char *name;
+    json_t *r, *u;
+    size_t i;
+    json_object_foreach(json_object_get(base, "refs"), name, r) {
+        if (json_object_get(json_object_get(next, "refs"), name)) continue;
+        bool named = false;
+        json_array_foreach(updates, i, u) {
+            const char *a = json_string_value(json_object_get(u, "action"));
+            const char *n = json_string_value(json_object_get(u, "ref-name"));
+            if (a && n && !strcmp(a, "remove-snapshot-ref") && !strcmp(n, name)) named = true;
+        }
+        if (!named) return name;
+    }
+    return NULL;
+}
+
 /* Check + apply one change against its row's current metadata, and write the
  * next metadata file (w->next NULL: nothing to write). */
-static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, char *msg, size_t mlen)
+static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, bool keep_refs, char *msg, size_t mlen)
 {
     char emsg[512] = "";
     fl_err_t e = fl_tablesvc_load(s, &w->row, &w->base, msg, mlen);
@@ -390,6 +410,12 @@ static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, char *msg, size_
         if (status == 409) return fail(msg, mlen, FL_ERR_CONFLICT, emsg[0] ? emsg : "Commit conflict.");
         if (status >= 500) return fail(msg, mlen, FL_ERR_INTERNAL, "The table's current metadata is not usable.");
         return fail(msg, mlen, FL_ERR_INVALID, emsg[0] ? emsg : "Invalid update.");
+    }
+    const char *lost = !view && keep_refs ? dropped_ref(w->base->meta, next, w->c->updates) : NULL;
+    if (lost) {
+        snprintf(emsg, sizeof emsg, "Requirement failed: ref %.200s points at a snapshot the commit removes.", lost);
+        json_decref(next);
+        return fail(msg, mlen, FL_ERR_CONFLICT, emsg);
     }
     if (!view && fl_iceberg_metadata_unchanged(w->base->meta, next)) {
         json_decref(next);
@@ -673,7 +699,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
                 e = fail(msg, mlen, FL_ERR_EXISTS, "The table already exists.");
                 goto out;
             }
-            e = prepare(s, &w[i], c->view, msg, mlen);
+            e = prepare(s, &w[i], c->view, c->keep_refs, msg, mlen);
             if (e) goto out;
             if (w[i].next) {
                 sw[nsw++] = (fl_table_swap_t){ .bucket = c->bucket, .ns = ch[i].ns, .name = ch[i].name,

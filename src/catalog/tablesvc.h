@@ -164,6 +164,11 @@ typedef struct fl_tablesvc_commit {
     bool view;                    /* the changes are to views */
     bool pin_unchanged;           /* a change that changes nothing but has requirements is
                                    * still swapped (to itself), so that they hold at the swap */
+    bool keep_refs;               /* a change that would drop a branch or tag it does not
+                                   * remove by name (remove-snapshots of the snapshot a ref
+                                   * points at, which Iceberg's builders drop with it) is a
+                                   * failed requirement (FL_ERR_CONFLICT): snapshot expiry
+                                   * planned without a ref made meanwhile re-plans */
     bool locked;                  /* the caller holds the table's lock (fl_tablesvc_lock):
                                    * one change only; the commit does not take it again */
     bool created;                 /* out: the commit created a table (assert-create of a

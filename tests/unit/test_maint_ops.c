@@ -184,3 +184,83 @@ FL_TEST(maint_ops_hold_is_per_table)
     CHECK_EQ(ca.commits + ca2.commits, 3);
     maint_fix_close(&f);
 }
+
+/* ---- expiry against a tag made after it planned ---- */
+
+typedef struct tag_race {
+    const fl_table_ops_t *inner;
+    int commits;
+    int64_t tagged;               /* the snapshot the racing writer tagged */
+} tag_race_t;
+
+static tag_race_t *the_race; /* the table ops' own ctx stays theirs */
+
+/* The table's commit, but before the first one another writer tags the first
+ * snapshot that commit removes. */
+static fl_err_t tag_race_commit(void *ctx, json_t *requirements, json_t *updates, json_t **metadata,
+                                int *http_status, char *err, size_t errlen)
+{
+    tag_race_t *r = the_race;
+    if (r->commits++ == 0) {
+        json_t *u;
+        size_t i;
+        json_array_foreach(updates, i, u)
+            if (!strcmp(json_string_value(json_object_get(u, "action")), "remove-snapshots"))
+                r->tagged = json_integer_value(json_array_get(json_object_get(u, "snapshot-ids"), 0));
+        json_t *tag = json_pack("[{s:s,s:s,s:s,s:I}]", "action", "set-snapshot-ref", "ref-name", "late",
+                                "type", "tag", "snapshot-id", (json_int_t)r->tagged);
+        json_t *md = NULL;
+        int st = 0;
+        fl_err_t e = r->inner->commit(ctx, NULL, tag, &md, &st, err, errlen);
+        json_decref(tag);
+        json_decref(md);
+        if (e || st != 200) return FL_ERR_INTERNAL;
+    }
+    return r->inner->commit(ctx, requirements, updates, metadata, http_status, err, errlen);
+}
+
+/* A tag made on a snapshot between expiry's plan and its commit: the commit fails (the
+ * catalog refuses to drop a ref the commit does not name) and expiry re-plans, keeping
+ * the tag and its snapshot (before, the tag went with the snapshot). */
+FL_TEST(maint_ops_expiry_keeps_a_tag_made_after_planning)
+{
+    maint_fix_t f;
+    REQUIRE(maint_fix_open(&f) == 0);
+    fl_table_t t;
+    REQUIRE(maint_fix_table(&f, "tagged", &t) == 0);
+    fl_maint_ops_ctx_t ctx;
+    fl_table_ops_t ops;
+    REQUIRE(fl_maint_table_ops(&ctx, f.svc, &t, &ops) == FL_OK);
+    for (int k = 0; k < 4; k++) REQUIRE(maint_fix_append(&ops, k * 10, 10) > 0);
+
+    tag_race_t race = { .inner = &ops };
+    fl_table_ops_t racing = ops;
+    the_race = &race;
+    racing.commit = tag_race_commit;
+    fl_expire_opts_t eo = { .as_of_ms = fl_iceberg_now_ms_for_tests() + 1000LL * 3600 * 1000 };
+    fl_expire_result_t er;
+    REQUIRE(fl_expire_snapshots(&racing, &eo, &er) == FL_OK);
+    CHECK_EQ(er.status, FL_EXPIRE_SUCCESSFUL);
+    CHECK_EQ(er.attempts, 2);
+    CHECK_EQ(er.snapshots_removed, 2);    /* the tagged one stays: 4 - head - tagged */
+    for (size_t i = 0; i < er.n_removed; i++) CHECK(er.removed[i] != race.tagged);
+    fl_expire_result_free(&er);
+
+    json_t *md = NULL;
+    char *loc = NULL;
+    char err[256];
+    REQUIRE(ops.load(ops.ctx, &md, &loc, err, sizeof err) == FL_OK);
+    json_t *late = json_object_get(json_object_get(md, "refs"), "late");
+    REQUIRE(late);
+    CHECK_EQ(json_integer_value(json_object_get(late, "snapshot-id")), race.tagged);
+    bool kept = false;
+    json_t *s;
+    size_t i;
+    json_array_foreach(json_object_get(md, "snapshots"), i, s)
+        if (json_integer_value(json_object_get(s, "snapshot-id")) == race.tagged) kept = true;
+    CHECK(kept);
+    CHECK_EQ(json_array_size(json_object_get(md, "snapshots")), 2);
+    json_decref(md);
+    free(loc);
+    maint_fix_close(&f);
+}
