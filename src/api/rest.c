@@ -48,6 +48,10 @@ typedef struct rctx {
     json_t *body;          /* parsed request body (owned) */
     fl_query_t q;          /* decoded query parameters */
     const fl_tbucket_t *b; /* the prefix's table bucket (dispatch's) */
+    /* the table or view row (ns, name) read with the bucket's by dispatch, for
+     * the handler's first get_row of them: row_state 0 none, 1 found, 2 absent */
+    int row_state;
+    fl_table_t row;
     /* What a LoadTableResult vends credentials for: the table (NULL for a
      * staged create: then its warehouse and name) */
     const fl_table_t *vt;
@@ -325,10 +329,18 @@ static void send_meta(rctx_t *x, const char *loc, const fl_tmeta_t *m, bool view
     send_load_result(x, loc, text, len, view, config);
 }
 
-/* Row of a table (kind "table") or view; renders 404 when absent. */
+/* Row of a table (kind "table") or view; renders 404 when absent. The first
+ * call for the path's (ns, name) takes the row dispatch read with the bucket. */
 static bool get_row(rctx_t *x, const char *ns, const char *name, bool view, fl_table_t *t, bool render)
 {
-    fl_err_t e = fl_catalog_table_get(x->sc->cat, x->bucket, ns, name, t);
+    fl_err_t e;
+    if (x->row_state && !strcmp(ns, x->ns) && !strcmp(name, x->name)) {
+        e = x->row_state == 1 ? FL_OK : FL_ERR_NOT_FOUND;
+        if (!e) *t = x->row;
+        x->row_state = 0;
+    } else {
+        e = fl_catalog_table_get(x->sc->cat, x->bucket, ns, name, t);
+    }
     if (!e && !strcmp(t->kind, view ? "view" : "table")) return true;
     if (render) {
         if (e && e != FL_ERR_NOT_FOUND) err(x, 500, "ServiceFailureException", fl_err_str(e));
@@ -1273,8 +1285,12 @@ static bool may(rctx_t *x, const char *actions, const fl_tbucket_t *b, const cha
         p += l + (p[l] == ',');
     }
     fl_table_t t;
-    bool have = table_level && ns && name && fl_iam_table(x->cfg->iam, b->name, ns, name, &t);
-    fl_iam_target_t tg = { .bucket = b, .table = have ? &t : NULL, .ns = ns, .name = name,
+    const fl_table_t *tp = NULL;
+    if (table_level && ns && name) {
+        if (x->row_state && !strcmp(ns, x->ns) && !strcmp(name, x->name)) tp = x->row_state == 1 ? &x->row : NULL;
+        else if (fl_iam_table(x->cfg->iam, b->name, ns, name, &t)) tp = &t;
+    }
+    fl_iam_target_t tg = { .bucket = b, .table = tp, .ns = ns, .name = name,
                            .table_level = table_level };
     char msg[FL_ARN_MAX * 3 + 128];
     if (fl_iam_check(x->cfg->iam, who, acts, n, &tg, fl_http_peer(x->r->c), msg, sizeof msg)) return true;
@@ -1406,6 +1422,19 @@ static bool match(const char *pattern, const seg_t *segs, int nsegs, seg_t *caps
  * namespace ("a%1Fb") names nothing floe has: 404 of the route's kind (nf_type), as
  * Iceberg clients expect of a missing table or namespace (Spark's metadata tables,
  * "ns.t.snapshots", are found by loading table "snapshots" of namespace "ns.t" first). */
+/* A name segment's text into out (FL_NAME_MAX bytes); false when invalid. */
+static bool seg_text(seg_t s, char *out, bool is_ns)
+{
+    fl_buf_t b;
+    fl_buf_init(&b, FL_NAME_MAX * 3);
+    fl_err_t e = fl_uri_decode(fl_slice(s.p, s.n), true, &b);
+    bool ok = !e && b.ptr && b.len > 0 && b.len < FL_NAME_MAX && strlen(b.ptr) == b.len &&
+              (!is_ns || !strchr(b.ptr, 0x1f));
+    if (ok) memcpy(out, b.ptr, b.len + 1);
+    fl_buf_free(&b);
+    return ok;
+}
+
 static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns, const char *nf_type)
 {
     if (is_ns) {
@@ -1419,13 +1448,7 @@ static bool decode_seg(rctx_t *x, seg_t s, char *out, bool is_ns, const char *nf
                 return false;
             }
     }
-    fl_buf_t b;
-    fl_buf_init(&b, FL_NAME_MAX * 3);
-    fl_err_t e = fl_uri_decode(fl_slice(s.p, s.n), true, &b);
-    bool ok = !e && b.ptr && b.len > 0 && b.len < FL_NAME_MAX && strlen(b.ptr) == b.len &&
-              (!is_ns || !strchr(b.ptr, 0x1f));
-    if (ok) memcpy(out, b.ptr, b.len + 1);
-    fl_buf_free(&b);
+    bool ok = seg_text(s, out, is_ns);
     if (!ok) err(x, 400, "BadRequestException", "Invalid namespace or name in the path.");
     return ok;
 }
@@ -1530,8 +1553,17 @@ static void dispatch(rctx_t *x)
         err(x, 400, "BadRequestException", "The path prefix is not a table bucket ARN.");
         return;
     }
+    /* a table or view route reads the bucket's row and the table's in one round trip
+     * (the names are decoded again below, with their errors) */
     fl_tbucket_t b;
-    fl_err_t e = fl_catalog_bucket_get(x->sc->cat, x->bucket, &b);
+    fl_err_t e;
+    bool found = false;
+    if (ncaps >= 2 && seg_text(caps[0], x->ns, true) && seg_text(caps[1], x->name, false)) {
+        e = fl_catalog_bucket_table_get(x->sc->cat, x->bucket, x->ns, x->name, &b, &x->row, &found);
+        if (!e) x->row_state = found ? 1 : 2;
+    } else {
+        e = fl_catalog_bucket_get(x->sc->cat, x->bucket, &b);
+    }
     if (e) {
         fl_http_set_op(r->c, "restUnknown");
         if (e == FL_ERR_NOT_FOUND || e == FL_ERR_NO_BUCKET)

@@ -40,6 +40,13 @@ void fl_uuid4(char out[37])
     out[36] = 0;
 }
 
+uint64_t fl_random_u64(void)
+{
+    uint64_t v;
+    fill((unsigned char *)&v, sizeof v);
+    return v;
+}
+
 void fl_random_hex(char *out, size_t n)
 {
     unsigned char r[64];

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define COMMIT_ATTEMPTS 8
 #define MAX_CHANGES 100
@@ -201,44 +202,99 @@ fl_err_t fl_tablesvc_load(fl_tablesvc_t *s, const fl_table_t *t, fl_tmeta_t **ou
 /* ------------------------------------------------------------------ */
 /* per-table locks                                                     */
 
-static int stripe_of(const char *bucket, const char *ns, const char *name)
+/* Each table is locked on its own: a locked table is a key in its stripe's
+ * list, and the stripe's mutex is held only while the list is looked at, so a
+ * table held for long (compaction's hold, a commit writing to a remote store)
+ * never blocks a commit to another table whose name hashes alike. */
+
+/* "bucket\x1fns\x1fname" into key (TKEY_MAX bytes; names are capped well below). */
+#define TKEY_MAX (64 + 2 * FL_NAME_MAX + 2)
+static void tkey(char key[TKEY_MAX], const char *bucket, const char *ns, const char *name)
 {
-    uint64_t h = fnv(bucket) * 31 + fnv(ns) * 17 + fnv(name);
-    return (int)(h % FL_TABLESVC_STRIPES);
+    snprintf(key, TKEY_MAX, "%s\x1f%s\x1f%s", bucket, ns, name);
+}
+
+static tstripe_t *stripe_of(fl_tablesvc_t *s, const char *key)
+{
+    return &s->stripes[fnv(key) % FL_TABLESVC_STRIPES];
+}
+
+static tlock_t **find_locked(tstripe_t *st, const char *key)
+{
+    tlock_t **p = &st->locked;
+    while (*p && strcmp((*p)->key, key) != 0) p = &(*p)->next;
+    return p;
+}
+
+static void lock_key(fl_tablesvc_t *s, const char *key)
+{
+    tstripe_t *st = stripe_of(s, key);
+    size_t n = strlen(key) + 1;
+    tlock_t *l = fl_malloc(sizeof *l + n);
+    memcpy(l->key, key, n);
+    pthread_mutex_lock(&st->mu);
+    while (*find_locked(st, key)) pthread_cond_wait(&st->cv, &st->mu);
+    l->next = st->locked;
+    st->locked = l;
+    pthread_mutex_unlock(&st->mu);
+}
+
+static void unlock_key(fl_tablesvc_t *s, const char *key)
+{
+    tstripe_t *st = stripe_of(s, key);
+    pthread_mutex_lock(&st->mu);
+    tlock_t **p = find_locked(st, key), *l = *p;
+    if (l) *p = l->next;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    free(l);
 }
 
 void fl_tablesvc_lock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name)
 {
-    pthread_mutex_lock(&s->stripes[stripe_of(bucket, ns, name)]);
+    char key[TKEY_MAX];
+    tkey(key, bucket, ns, name);
+    lock_key(s, key);
 }
 
 void fl_tablesvc_unlock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name)
 {
-    pthread_mutex_unlock(&s->stripes[stripe_of(bucket, ns, name)]);
+    char key[TKEY_MAX];
+    tkey(key, bucket, ns, name);
+    unlock_key(s, key);
 }
 
-static int cmp_int(const void *a, const void *b)
+static int cmp_str(const void *a, const void *b)
 {
-    return *(const int *)a - *(const int *)b;
+    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Locks the stripes of n tables in ascending order (no deadlock between two
- * multi-table callers), each once. locks[] gets them; returns how many. */
+/* Locks n tables in ascending key order (no deadlock between two multi-table
+ * callers), each once. keys[] gets their keys (malloc'd); returns how many. */
 static size_t lock_many(fl_tablesvc_t *s, const char *bucket, const char *const *ns, const char *const *name,
-                        size_t n, int *locks)
+                        size_t n, char **keys)
 {
-    for (size_t i = 0; i < n; i++) locks[i] = stripe_of(bucket, ns[i], name[i]);
-    qsort(locks, n, sizeof *locks, cmp_int);
+    char key[TKEY_MAX];
+    for (size_t i = 0; i < n; i++) {
+        tkey(key, bucket, ns[i], name[i]);
+        keys[i] = fl_strdup(key);
+    }
+    qsort(keys, n, sizeof *keys, cmp_str);
     size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (!u || locks[u - 1] != locks[i]) locks[u++] = locks[i];
-    for (size_t i = 0; i < u; i++) pthread_mutex_lock(&s->stripes[locks[i]]);
+    for (size_t i = 0; i < n; i++) {
+        if (u && !strcmp(keys[u - 1], keys[i])) free(keys[i]);
+        else keys[u++] = keys[i];
+    }
+    for (size_t i = 0; i < u; i++) lock_key(s, keys[i]);
     return u;
 }
 
-static void unlock_many(fl_tablesvc_t *s, const int *locks, size_t nl)
+static void unlock_many(fl_tablesvc_t *s, char **keys, size_t nl)
 {
-    for (size_t i = nl; i-- > 0;) pthread_mutex_unlock(&s->stripes[locks[i]]);
+    for (size_t i = nl; i-- > 0;) {
+        unlock_key(s, keys[i]);
+        free(keys[i]);
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -260,7 +316,7 @@ fl_err_t fl_tablesvc_rename(fl_tablesvc_t *s, const fl_table_t *t, const char *n
                             const char *expect_token)
 {
     const char *nss[2] = { t->ns, new_ns }, *names[2] = { t->name, new_name };
-    int locks[2];
+    char *locks[2];
     size_t nl = lock_many(s, t->bucket, nss, names, 2, locks);
     fl_err_t e = fl_catalog_table_rename(s->cfg.cat, t->bucket, t->ns, t->name, new_ns, new_name, t->id,
                                          expect_token);
@@ -303,9 +359,29 @@ static fl_err_t get_row(fl_tablesvc_t *s, const char *bucket, const char *ns, co
                 view ? "The specified view does not exist." : "The specified table does not exist.");
 }
 
+/* A ref of base that next lacks and that no remove-snapshot-ref of updates names (a
+ * remove-snapshots took it along), or NULL. */
+static const char *dropped_ref(json_t *base, json_t *next, json_t *updates)
+{
+    const char *name;
+    json_t *r, *u;
+    size_t i;
+    json_object_foreach(json_object_get(base, "refs"), name, r) {
+        if (json_object_get(json_object_get(next, "refs"), name)) continue;
+        bool named = false;
+        json_array_foreach(updates, i, u) {
+            const char *a = json_string_value(json_object_get(u, "action"));
+            const char *n = json_string_value(json_object_get(u, "ref-name"));
+            if (a && n && !strcmp(a, "remove-snapshot-ref") && !strcmp(n, name)) named = true;
+        }
+        if (!named) return name;
+    }
+    return NULL;
+}
+
 /* Check + apply one change against its row's current metadata, and write the
  * next metadata file (w->next NULL: nothing to write). */
-static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, char *msg, size_t mlen)
+static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, bool keep_refs, char *msg, size_t mlen)
 {
     char emsg[512] = "";
     fl_err_t e = fl_tablesvc_load(s, &w->row, &w->base, msg, mlen);
@@ -335,6 +411,12 @@ static fl_err_t prepare(fl_tablesvc_t *s, work_t *w, bool view, char *msg, size_
         if (status >= 500) return fail(msg, mlen, FL_ERR_INTERNAL, "The table's current metadata is not usable.");
         return fail(msg, mlen, FL_ERR_INVALID, emsg[0] ? emsg : "Invalid update.");
     }
+    const char *lost = !view && keep_refs ? dropped_ref(w->base->meta, next, w->c->updates) : NULL;
+    if (lost) {
+        snprintf(emsg, sizeof emsg, "Requirement failed: ref %.200s points at a snapshot the commit removes.", lost);
+        json_decref(next);
+        return fail(msg, mlen, FL_ERR_CONFLICT, emsg);
+    }
     if (!view && fl_iceberg_metadata_unchanged(w->base->meta, next)) {
         json_decref(next);
         return FL_OK;
@@ -362,6 +444,37 @@ static void discard_written(fl_tablesvc_t *s, work_t *w, size_t n)
             if (e && e != FL_ERR_NOT_FOUND) fl_warn("catalog: could not remove %s: %s", w[i].loc, fl_err_str(e));
             w[i].loc[0] = 0;
         }
+}
+
+/* After a commit that landed (and after the table's lock): with the table property
+ * write.metadata.delete-after-commit.enabled=true, the previous metadata files that the
+ * base's metadata-log named and the new one no longer does (it keeps the newest
+ * write.metadata.previous-versions-max) are deleted, as Iceberg's own catalogs do after
+ * a commit. Only files of the table's warehouse; never the new file, the base's own or one
+ * the new log keeps. A failed delete is logged (unreferenced-file removal finds it later). */
+static void prune_metadata_log(fl_tablesvc_t *s, const work_t *w)
+{
+    json_t *props = json_object_get(w->next, "properties");
+    const char *on = json_string_value(json_object_get(props, "write.metadata.delete-after-commit.enabled"));
+    if (!on || strcasecmp(on, "true") != 0) return;
+    json_t *kept = json_object_get(w->next, "metadata-log"), *x, *y;
+    size_t i, j;
+    json_array_foreach(json_object_get(w->base->meta, "metadata-log"), i, x) {
+        const char *p = json_string_value(json_object_get(x, "metadata-file"));
+        if (!p || !strcmp(p, w->loc) || !strcmp(p, w->row.metadata_location)) continue;
+        bool keep = false;
+        json_array_foreach(kept, j, y) {
+            const char *q = json_string_value(json_object_get(y, "metadata-file"));
+            if (q && !strcmp(p, q)) {
+                keep = true;
+                break;
+            }
+        }
+        if (keep) continue;
+        fl_err_t e = fl_tablesvc_delete_metadata(s, &w->row, p);
+        if (e && e != FL_ERR_NOT_FOUND && e != FL_ERR_INVALID)
+            fl_warn("catalog: could not remove %s (off the metadata-log): %s", p, fl_err_str(e));
+    }
 }
 
 static void work_reset(work_t *w)
@@ -556,7 +669,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
         nss[i] = ch[i].ns;
         names[i] = ch[i].name;
     }
-    int *locks = fl_calloc(n, sizeof *locks);
+    char **locks = fl_calloc(n, sizeof *locks);
     size_t nl = c->locked ? 0 : lock_many(s, c->bucket, nss, names, n, locks);
     work_t *w = fl_calloc(n, sizeof *w);
     for (size_t i = 0; i < n; i++) w[i].c = &ch[i];
@@ -586,7 +699,7 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
                 e = fail(msg, mlen, FL_ERR_EXISTS, "The table already exists.");
                 goto out;
             }
-            e = prepare(s, &w[i], c->view, msg, mlen);
+            e = prepare(s, &w[i], c->view, c->keep_refs, msg, mlen);
             if (e) goto out;
             if (w[i].next) {
                 sw[nsw++] = (fl_table_swap_t){ .bucket = c->bucket, .ns = ch[i].ns, .name = ch[i].name,
@@ -644,6 +757,8 @@ fl_err_t fl_tablesvc_commit(fl_tablesvc_t *s, fl_tablesvc_commit_t *c, fl_tables
 out:
     if (!keep_files) discard_written(s, w, n);
     unlock_many(s, locks, nl);
+    for (size_t i = 0; !e && !c->view && i < n; i++)
+        if (w[i].next && w[i].base) prune_metadata_log(s, &w[i]);
     for (size_t i = 0; i < n; i++) work_reset(&w[i]);
     free(sw);
     free(w);

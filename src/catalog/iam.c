@@ -66,6 +66,7 @@ struct fl_iam {
     atomic_int writers;       /* writes in flight on this node: nothing loaded meanwhile is kept */
     fl_catalog_watch_t *watch; /* other nodes' IAM writes (PostgreSQL): each one empties the cache */
     atomic_uint_fast64_t hits, misses; /* cache_get's answers, for /metrics */
+    atomic_uint_fast64_t sent, send_failed, received; /* IAM change signals, for /metrics */
     cslot_t slots[FL_IAM_CACHE_SLOTS];
     pthread_mutex_t vmu;      /* vended[] */
     vslot_t vended[FL_IAM_VENDED_CACHE];
@@ -184,6 +185,7 @@ void fl_iam_write_end(fl_iam_t *iam, uint64_t mark)
     uint64_t now = mark;
     if (fl_catalog_write_count(iam->cat, &now) == FL_OK && now == mark) return;
     fl_err_t e = fl_catalog_signal(iam->cat, "iam");
+    atomic_fetch_add_explicit(e ? &iam->send_failed : &iam->sent, 1, memory_order_relaxed);
     if (e) fl_warn("iam: other nodes were not told of an IAM change (%s): they see it within %d ms",
                    fl_err_str(e), FL_IAM_CACHE_TTL_MS);
 }
@@ -193,17 +195,30 @@ static void changed_elsewhere(void *ud)
 {
     fl_iam_t *iam = ud;
     atomic_fetch_add(&iam->gen, 1);
+    atomic_fetch_add_explicit(&iam->received, 1, memory_order_relaxed);
 }
 
-/* /metrics: the cache's hits and misses (a miss reads the catalog store). */
+/* /metrics: the cache's hits and misses (a miss reads the catalog store) and
+ * the change signals between the nodes on one PostgreSQL catalog: sent by
+ * fl_iam_write_end (or failed to send), and received (each one empties this
+ * node's cache; the node's own signals come back to it too, and the listener
+ * counts one at each (re)connection, when signals may have been lost). */
 static fl_err_t render_metrics(void *arg, fl_buf_t *out)
 {
     fl_iam_t *iam = arg;
     return fl_buf_printf(out, "# HELP floe_iam_cache_lookups_total IAM cache lookups (keys, policies, tables) by result.\n"
                               "# TYPE floe_iam_cache_lookups_total counter\n"
                               "floe_iam_cache_lookups_total{result=\"hit\"} %llu\n"
-                              "floe_iam_cache_lookups_total{result=\"miss\"} %llu\n",
-                         (unsigned long long)atomic_load(&iam->hits), (unsigned long long)atomic_load(&iam->misses));
+                              "floe_iam_cache_lookups_total{result=\"miss\"} %llu\n"
+                              "# HELP floe_iam_signals_total IAM cache-invalidation signals between the nodes on one "
+                              "catalog (PostgreSQL NOTIFY): sent after a write, sending failed, received (the cache emptied).\n"
+                              "# TYPE floe_iam_signals_total counter\n"
+                              "floe_iam_signals_total{event=\"sent\"} %llu\n"
+                              "floe_iam_signals_total{event=\"failed\"} %llu\n"
+                              "floe_iam_signals_total{event=\"received\"} %llu\n",
+                         (unsigned long long)atomic_load(&iam->hits), (unsigned long long)atomic_load(&iam->misses),
+                         (unsigned long long)atomic_load(&iam->sent), (unsigned long long)atomic_load(&iam->send_failed),
+                         (unsigned long long)atomic_load(&iam->received));
 }
 
 static bool master_key(const char *path, unsigned char key[32])

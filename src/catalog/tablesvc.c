@@ -448,7 +448,10 @@ fl_tablesvc_t *fl_tablesvc_open(const fl_tablesvc_cfg_t *cfg)
 {
     fl_tablesvc_t *s = fl_calloc(1, sizeof *s);
     s->cfg = *cfg;
-    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_init(&s->stripes[i], NULL);
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) {
+        pthread_mutex_init(&s->stripes[i].mu, NULL);
+        pthread_cond_init(&s->stripes[i].cv, NULL);
+    }
     fl_tablesvc_mcache_init(&s->mc);
     return s;
 }
@@ -457,7 +460,10 @@ void fl_tablesvc_close(fl_tablesvc_t *s)
 {
     if (!s) return;
     fl_tablesvc_mcache_free(&s->mc);
-    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) pthread_mutex_destroy(&s->stripes[i]);
+    for (int i = 0; i < FL_TABLESVC_STRIPES; i++) {
+        pthread_mutex_destroy(&s->stripes[i].mu);
+        pthread_cond_destroy(&s->stripes[i].cv);
+    }
     free(s);
 }
 

@@ -149,7 +149,8 @@ fl_tmeta_t *fl_tablesvc_remember(fl_tablesvc_t *s, const char *location, json_t 
  * process; the compare-and-swap in the catalog store decides between
  * processes. Commits, swaps, renames (both names) and drops take it; a caller
  * that composes its own pointer move (registerTable) takes it around the move
- * and must then call none of those. Not recursive. */
+ * and must then call none of those. Not recursive. Each table is locked on its
+ * own (another table is never held up, however long this one is held). */
 void fl_tablesvc_lock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name);
 void fl_tablesvc_unlock(fl_tablesvc_t *s, const char *bucket, const char *ns, const char *name);
 
@@ -175,6 +176,11 @@ typedef struct fl_tablesvc_commit {
     bool view;                    /* the changes are to views */
     bool pin_unchanged;           /* a change that changes nothing but has requirements is
                                    * still swapped (to itself), so that they hold at the swap */
+    bool keep_refs;               /* a change that would drop a branch or tag it does not
+                                   * remove by name (remove-snapshots of the snapshot a ref
+                                   * points at, which Iceberg's builders drop with it) is a
+                                   * failed requirement (FL_ERR_CONFLICT): snapshot expiry
+                                   * planned without a ref made meanwhile re-plans */
     bool locked;                  /* the caller holds the table's lock (fl_tablesvc_lock):
                                    * one change only; the commit does not take it again */
     bool created;                 /* out: the commit created a table (assert-create of a

@@ -31,10 +31,25 @@ typedef struct mcache {
     size_t bytes;
 } mcache_t;
 
+/* A table locked by fl_tablesvc_lock: its key "bucket\x1fns\x1fname". */
+typedef struct tlock {
+    struct tlock *next;
+    char key[];
+} tlock_t;
+
+/* One shard of the per-table locks: the tables locked whose names hash here.
+ * mu is held only to look at or change the list, never across I/O; waiters
+ * for any table of the shard wait on cv. */
+typedef struct tstripe {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    tlock_t *locked;
+} tstripe_t;
+
 struct fl_tablesvc {
     fl_tablesvc_cfg_t cfg;
-    /* per-table serialisation of pointer moves in this process, by name hash */
-    pthread_mutex_t stripes[FL_TABLESVC_STRIPES];
+    /* per-table serialisation of pointer moves in this process */
+    tstripe_t stripes[FL_TABLESVC_STRIPES];
     mcache_t mc;
 };
 

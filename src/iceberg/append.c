@@ -925,6 +925,14 @@ static void forget_files(fl_appender_t *a)
     a->rows = 0;
 }
 
+int fl_append_backoff_ms(int attempt, uint64_t r)
+{
+    int64_t cap = FL_APPEND_BACKOFF_BASE_MS;
+    for (int i = 1; i < attempt && cap < FL_APPEND_BACKOFF_MAX_MS; i++) cap *= 2;
+    if (cap > FL_APPEND_BACKOFF_MAX_MS) cap = FL_APPEND_BACKOFF_MAX_MS;
+    return (int)(r % (uint64_t)(cap + 1));
+}
+
 /* Outcome of one attempt. */
 typedef enum { ATTEMPT_DONE, ATTEMPT_RETRY, ATTEMPT_FAILED, ATTEMPT_UNKNOWN } attempt_t;
 
@@ -1003,7 +1011,7 @@ static attempt_t commit_attempt(fl_appender_t *a, commit_job_t *j, int attempt, 
     if (status == 409) {
         /* back off first, then re-base: the next attempt commits against what it just loaded
          * (sleeping after the reload widened the window in which another writer wins) */
-        if (attempt < MAX_COMMIT_ATTEMPTS) usleep((useconds_t)(attempt * 20000));
+        if (attempt < MAX_COMMIT_ATTEMPTS) usleep((useconds_t)fl_append_backoff_ms(attempt, fl_random_u64()) * 1000);
         attempt_t r = after_conflict(a, j, e, err, errlen);
         if (r != ATTEMPT_RETRY) return r;
         if (attempt < MAX_COMMIT_ATTEMPTS) return ATTEMPT_RETRY;

@@ -113,6 +113,13 @@ typedef fl_err_t (*fl_append_summary_fn)(void *arg, json_t *md, json_t *parent, 
                                          char *err, size_t errlen);
 fl_err_t fl_append_commit_fn(fl_appender_t *a, fl_append_summary_fn fn, void *arg, int64_t *snapshot_id,
                              char *err, size_t errlen);
+/* The wait (ms) before the commit re-tries after its attempt-th (1-based) lost race
+ * (409): full jitter, r (any 64-bit random value) mapped onto [0, min(MAX, BASE *
+ * 2^(attempt-1))], so that writers racing on one table spread out instead of
+ * colliding again in step. Pure; any thread. */
+#define FL_APPEND_BACKOFF_BASE_MS 20
+#define FL_APPEND_BACKOFF_MAX_MS 500
+int fl_append_backoff_ms(int attempt, uint64_t r);
 /* Multi-table transactions (POST {p}/transactions/commit; `floe sink`): the commit in two
  * halves, so that the caller sends several tables' requests in one transaction.
  * fl_append_prepare closes the files, uploads the new files' manifest (on the first call)

@@ -59,7 +59,7 @@ static fl_err_t ops_commit(void *ctx, json_t *requirements, json_t *updates, jso
     }
     fl_tablesvc_change_t ch = { .ns = c->ns, .name = c->name, .requirements = requirements, .updates = updates };
     fl_tablesvc_commit_t cm = { .bucket = c->bucket, .principal = c->principal ? c->principal : "maintenance",
-                                .locked = c->held };
+                                .keep_refs = true, .locked = c->held };
     fl_err_t e = fl_tablesvc_commit(c->svc, &cm, &ch, 1, err, errlen);
     switch (e) {
     case FL_OK:

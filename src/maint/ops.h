@@ -7,9 +7,13 @@
  *   commit  fl_tablesvc_commit with the context's principal ("maintenance"),
  *           mapped to the append API's status convention: 200 landed, 409
  *           conflict (retry), 404 table gone, 400 malformed or failed before
- *           anything changed, 500 outcome unknown (the swap failed)
- *   hold    the service's per-table lock (fl_tablesvc_lock): while held, this
- *           context's commits run under it and every other commit waits
+ *           anything changed, 500 outcome unknown (the swap failed); a commit
+ *           that would drop a branch or tag it does not remove by name (a
+ *           remove-snapshots of its snapshot) is a 409 (keep_refs): expiry
+ *           re-plans instead of dropping a tag made after it planned
+ *   hold    the service's lock of this table (fl_tablesvc_lock): while held,
+ *           this context's commits run under it and every other commit to the
+ *           table waits; other tables are not held up
  *   put, put_file, get, del, list
  *           floe's own object store (fl_store_t), for s3:// locations in the
  *           table's warehouse bucket only: anything else is FL_ERR_INVALID, so a

@@ -129,6 +129,12 @@ void fl_namespaces_free(fl_namespace_t *ns, size_t n);
 fl_err_t fl_catalog_table_create(fl_catalog_t *c, fl_table_t *t);
 fl_err_t fl_catalog_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
                               fl_table_t *out);                     /* FL_ERR_NOT_FOUND */
+/* The table bucket `bucket` and its table or view (ns, name) in one read (one
+ * round trip: a request's bucket check and its table row). FL_ERR_NOT_FOUND
+ * when there is no such bucket; else FL_OK, b filled, and *found says whether
+ * the table row exists (t filled only then). Any thread. */
+fl_err_t fl_catalog_bucket_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                     fl_tbucket_t *b, fl_table_t *t, bool *found);
 fl_err_t fl_catalog_table_get_by_arn(fl_catalog_t *c, const char *arn, fl_table_t *out);
 /* The table or view whose warehouse is "s3://NAME", in any table bucket (warehouses are unique). */
 fl_err_t fl_catalog_table_get_by_warehouse(fl_catalog_t *c, const char *warehouse, fl_table_t *out);

@@ -29,6 +29,8 @@
     X(table_create, (fl_catalog_t *c, fl_table_t *t), (c, t))                                                    \
     X(table_get, (fl_catalog_t *c, const char *bucket, const char *ns, const char *name, fl_table_t *out),       \
       (c, bucket, ns, name, out))                                                                                \
+    X(bucket_table_get, (fl_catalog_t *c, const char *bucket, const char *ns, const char *name, fl_tbucket_t *b, \
+                         fl_table_t *t, bool *found), (c, bucket, ns, name, b, t, found))                        \
     X(table_get_by_arn, (fl_catalog_t *c, const char *arn, fl_table_t *out), (c, arn, out))                      \
     X(table_get_by_warehouse, (fl_catalog_t *c, const char *warehouse, fl_table_t *out), (c, warehouse, out))    \
     X(table_list, (fl_catalog_t *c, const char *bucket, const char *ns, const char *kind, const char *prefix,    \

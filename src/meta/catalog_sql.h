@@ -12,13 +12,18 @@
 #define T_COLS "bucket, namespace, name, id, arn, type, format, kind, warehouse," \
                " metadata_location, version_token, owner, created_by, modified_by," \
                " created_ms, modified_ms"
+/* the table columns (as T_COLS) and then the bucket's (as B_COLS) of ST_BT_GET's join */
+#define BT_COLS "t.bucket, t.namespace, t.name, t.id, t.arn, t.type, t.format, t.kind, t.warehouse," \
+                " t.metadata_location, t.version_token, t.owner, t.created_by, t.modified_by," \
+                " t.created_ms, t.modified_ms, b.name, b.arn, b.owner, b.id, b.created_ms"
+#define BT_TABLE_COLS 16                           /* BT_COLS: where the bucket's columns start */
 #define KIND_OK " AND (kind = ?9 OR ?9 IS NULL)"   /* typed by its first use (PostgreSQL) */
 
 enum {
     ST_B_INS, ST_B_GET, ST_B_LIST_GE, ST_B_LIST_GT, ST_B_HASNS, ST_B_DEL,
     ST_N_INS, ST_N_GET, ST_N_LIST_GE, ST_N_LIST_GT, ST_N_PROPS, ST_N_HASTBL, ST_N_DEL,
     ST_T_INS, ST_T_GET, ST_T_GET_ARN, ST_T_GET_WH, ST_T_LIST1_GE, ST_T_LIST1_GT, ST_T_LISTN_GE, ST_T_LISTN_GT,
-    ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
+    ST_BT_GET, ST_T_TOKEN, ST_T_SWAP, ST_T_RENAME, ST_T_DEL,
     ST_D_PUT, ST_D_GET, ST_D_DEL, ST_D_DEL_ARN, ST_D_LIST,
     ST_P_INS, ST_P_GET, ST_P_LIST, ST_P_HASDEPS, ST_P_DEL,
     ST_K_INS, ST_K_GET, ST_K_LIST, ST_K_STATUS, ST_K_TOUCH, ST_K_DEL, ST_K_PRUNE,
@@ -66,6 +71,9 @@ static const char *const fl_catalog_sql[ST_COUNT] = {
     [ST_T_LISTN_GT] = "SELECT " T_COLS " FROM tables WHERE bucket = ?1"
                       " AND (namespace, name) > (?2, ?3) AND name >= ?8 AND name < ?6" KIND_OK
                       " ORDER BY namespace, name LIMIT ?7",
+    /* a bucket and one of its tables in one read: no table row gives NULL table columns */
+    [ST_BT_GET] = "SELECT " BT_COLS " FROM table_buckets b LEFT JOIN tables t"
+                  " ON t.bucket = b.name AND t.namespace = ?2 AND t.name = ?3 WHERE b.name = ?1",
     [ST_T_TOKEN] = "SELECT version_token, arn, id FROM tables"
                    " WHERE bucket = ?1 AND namespace = ?2 AND name = ?3",
     [ST_T_SWAP] = "UPDATE tables SET metadata_location = ?4, version_token = ?5,"

@@ -115,16 +115,18 @@ static int bind_range(args_t *a, int st_ge, int st_gt, const char *prefix, const
     return gt ? st_gt : st_ge;
 }
 
-static void row_bucket(const fl_conn_t *k, int r, void *out)
+/* B_COLS from column c0 of row r */
+static void bucket_at(const fl_conn_t *k, int r, int c0, fl_tbucket_t *b)
 {
-    fl_tbucket_t *b = out;
     memset(b, 0, sizeof *b);
-    fl_pg_col_copy(k, r, 0, b->name, sizeof b->name);
-    fl_pg_col_copy(k, r, 1, b->arn, sizeof b->arn);
-    fl_pg_col_copy(k, r, 2, b->owner, sizeof b->owner);
-    fl_pg_col_copy(k, r, 3, b->id, sizeof b->id);
-    b->created_ms = fl_pg_col_i64(k, r, 4);
+    fl_pg_col_copy(k, r, c0, b->name, sizeof b->name);
+    fl_pg_col_copy(k, r, c0 + 1, b->arn, sizeof b->arn);
+    fl_pg_col_copy(k, r, c0 + 2, b->owner, sizeof b->owner);
+    fl_pg_col_copy(k, r, c0 + 3, b->id, sizeof b->id);
+    b->created_ms = fl_pg_col_i64(k, r, c0 + 4);
 }
+
+static void row_bucket(const fl_conn_t *k, int r, void *out) { bucket_at(k, r, 0, out); }
 
 static void row_ns(const fl_conn_t *k, int r, void *out)
 {
@@ -529,6 +531,26 @@ static fl_err_t table_get_by(fl_catalog_t *c, int st, const args_t *a, fl_table_
     if (!k) return FL_ERR_INTERNAL;
     fl_err_t err = fl_pg_row(k, st, a, "table get");
     if (!err) row_table(k, 0, out);
+    fl_pg_put(c->pg, k);
+    return err;
+}
+
+static fl_err_t pg_bucket_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                    fl_tbucket_t *b, fl_table_t *t, bool *found)
+{
+    *found = false;
+    fl_conn_t *k = fl_pg_get(c->pg);
+    if (!k) return FL_ERR_INTERNAL;
+    args_t a = { 0 };
+    fl_pg_arg_str(&a, 1, bucket);
+    fl_pg_arg_str(&a, 2, ns);
+    fl_pg_arg_str(&a, 3, name);
+    fl_err_t err = fl_pg_row(k, ST_BT_GET, &a, "bucket and table get");
+    if (!err) {
+        bucket_at(k, 0, BT_TABLE_COLS, b);
+        *found = fl_pg_col(k, 0, 0)[0] != 0;   /* t.bucket: NULL ("") without a table row */
+        if (*found) row_table(k, 0, t);
+    }
     fl_pg_put(c->pg, k);
     return err;
 }

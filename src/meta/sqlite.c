@@ -131,16 +131,18 @@ static sqlite3_stmt *bind_range(fl_conn_t *k, int st_ge, int st_gt, const char *
     return st;
 }
 
-static void row_bucket(sqlite3_stmt *st, void *out)
+/* B_COLS from column c0 */
+static void bucket_at(sqlite3_stmt *st, int c0, fl_tbucket_t *b)
 {
-    fl_tbucket_t *b = out;
     memset(b, 0, sizeof *b);
-    fl_sqlite_col_copy(st, 0, b->name, sizeof b->name);
-    fl_sqlite_col_copy(st, 1, b->arn, sizeof b->arn);
-    fl_sqlite_col_copy(st, 2, b->owner, sizeof b->owner);
-    fl_sqlite_col_copy(st, 3, b->id, sizeof b->id);
-    b->created_ms = sqlite3_column_int64(st, 4);
+    fl_sqlite_col_copy(st, c0, b->name, sizeof b->name);
+    fl_sqlite_col_copy(st, c0 + 1, b->arn, sizeof b->arn);
+    fl_sqlite_col_copy(st, c0 + 2, b->owner, sizeof b->owner);
+    fl_sqlite_col_copy(st, c0 + 3, b->id, sizeof b->id);
+    b->created_ms = sqlite3_column_int64(st, c0 + 4);
 }
+
+static void row_bucket(sqlite3_stmt *st, void *out) { bucket_at(st, 0, out); }
 
 static void row_ns(sqlite3_stmt *st, void *out)
 {
@@ -478,6 +480,27 @@ static fl_err_t sq_table_create(fl_catalog_t *c, fl_table_t *t)
     if (sqlite3_changes(k->db) == 0) err = FL_ERR_EXISTS;
 out:
     err = fl_sqlite_end(c->db, k, err);
+    fl_sqlite_put(c->db, k);
+    return err;
+}
+
+static fl_err_t sq_bucket_table_get(fl_catalog_t *c, const char *bucket, const char *ns, const char *name,
+                                    fl_tbucket_t *b, fl_table_t *t, bool *found)
+{
+    *found = false;
+    fl_conn_t *k = fl_sqlite_get(c->db);
+    if (!k) return FL_ERR_IO;
+    sqlite3_stmt *st = k->st[ST_BT_GET];
+    fl_sqlite_bind_str(st, 1, bucket);
+    fl_sqlite_bind_str(st, 2, ns);
+    fl_sqlite_bind_str(st, 3, name);
+    fl_err_t err = fl_sqlite_row(k, st, "bucket and table get");
+    if (!err) {
+        bucket_at(st, BT_TABLE_COLS, b);
+        *found = sqlite3_column_type(st, 0) != SQLITE_NULL;
+        if (*found) row_table(st, t);
+    }
+    sqlite3_reset(st);
     fl_sqlite_put(c->db, k);
     return err;
 }

@@ -252,6 +252,45 @@ def test_partitioned_table_lifecycle(floe, table_bucket, signing_name):
     cat.drop_namespace(ns)
 
 
+@pytest.mark.parametrize("enabled", ["true", "false"])
+def test_metadata_delete_after_commit(rest_catalog, namespace, raw_rest, s3, enabled):
+    """write.metadata.delete-after-commit.enabled=true: the catalog's commit deletes the
+    metadata files that fell off the metadata-log (write.metadata.previous-versions-max),
+    as Iceberg's own catalogs do (PyIceberg deletes them itself; the commits here are
+    raw REST commits, as a client that leaves it to the catalog sends). The table loads
+    and both snapshots still time-travel. Off (the default): every file stays."""
+    from urllib.parse import urlparse
+    keep, name = 3, "mdlog_" + enabled
+    tbl = rest_catalog.create_table((namespace, name), SCHEMA, properties={
+        "write.metadata.delete-after-commit.enabled": enabled,
+        "write.metadata.previous-versions-max": str(keep)})
+    tbl.append(batch(range(0, 10)))
+    tbl.append(batch(range(10, 20)))
+    snaps = [s.snapshot_id for s in tbl.metadata.snapshots]
+    path = raw_rest.p("namespaces/%s/tables/%s" % (namespace, name))
+    for i in range(keep + 5):
+        r = raw_rest.request("POST", path, {
+            "requirements": [{"type": "assert-table-uuid", "uuid": str(tbl.metadata.table_uuid)}],
+            "updates": [{"action": "set-properties", "updates": {"round": str(i)}}]})
+        assert r.status_code == 200, r.text
+    tbl = rest_catalog.load_table((namespace, name))
+    assert tbl.properties["round"] == str(keep + 4)
+    log = [e.metadata_file for e in tbl.metadata.metadata_log]
+    assert len(log) == keep
+    u = urlparse(tbl.metadata_location)
+    keys = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=u.netloc, Prefix="metadata/"):
+        keys += ["s3://%s/%s" % (u.netloc, o["Key"]) for o in page.get("Contents", [])]
+    files = {k for k in keys if k.endswith(".metadata.json")}
+    if enabled == "true":
+        assert files == set(log) | {tbl.metadata_location}, (sorted(files), log)
+    else:
+        assert len(files) >= keep + 8 and files >= set(log) | {tbl.metadata_location}
+    assert len(tbl.scan().to_arrow()) == 20
+    assert len(tbl.scan(snapshot_id=snaps[0]).to_arrow()) == 10
+    assert len(tbl.scan(snapshot_id=snaps[1]).to_arrow()) == 20
+
+
 def test_rename_and_exists(rest_catalog, namespace, raw_rest):
     other = unique("ns")
     rest_catalog.create_namespace(other)

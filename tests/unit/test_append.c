@@ -5,10 +5,12 @@
  * reading everything back through scan planning and the Parquet reader. */
 #include "test.h"
 #include <jansson.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <stdio.h>
 #include "base/mem.h"
+#include "base/uuid.h"
 #include "format/avro.h"
 #include "format/parquet.h"
 #include "iceberg/append.h"
@@ -486,4 +488,27 @@ FL_TEST(append_prepare_settle_two_phase)
     fl_vec_free(&batch);
     mem_table_free(t);
     free(t);
+}
+
+/* The 409 backoff: full jitter within [0, min(MAX, BASE * 2^(attempt-1))]; draws
+ * spread over the whole range (writers racing on one table do not retry in step). */
+FL_TEST(append_backoff_full_jitter)
+{
+    for (int attempt = 1; attempt <= 20; attempt++) {
+        int64_t cap = FL_APPEND_BACKOFF_BASE_MS;
+        for (int i = 1; i < attempt; i++) cap = cap * 2 > FL_APPEND_BACKOFF_MAX_MS ? FL_APPEND_BACKOFF_MAX_MS : cap * 2;
+        CHECK_EQ(fl_append_backoff_ms(attempt, 0), 0);
+        CHECK_EQ(fl_append_backoff_ms(attempt, (uint64_t)cap), cap);
+        CHECK(fl_append_backoff_ms(attempt, UINT64_MAX) <= cap);
+        int lo = INT32_MAX, hi = -1;
+        for (int k = 0; k < 2000; k++) {
+            int d = fl_append_backoff_ms(attempt, fl_random_u64());
+            CHECK(d >= 0 && d <= cap);
+            if (d < lo) lo = d;
+            if (d > hi) hi = d;
+        }
+        CHECK(lo <= cap / 10 && hi >= cap - cap / 10);
+    }
+    CHECK_EQ(fl_append_backoff_ms(1, 1000) <= FL_APPEND_BACKOFF_BASE_MS, 1);
+    CHECK_EQ(fl_append_backoff_ms(100, UINT64_MAX / 2) <= FL_APPEND_BACKOFF_MAX_MS, 1);
 }

@@ -246,6 +246,37 @@ CAT_TEST(table_crud)
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "ns1", "t2", &g), FL_ERR_NOT_FOUND);
     CHECK_EQ(fl_catalog_table_get(c, "bkt", "ns2", "t1", &g), FL_ERR_NOT_FOUND);
 
+    /* the bucket and the table in one read */
+    fl_tbucket_t bk;
+    bool found = true;
+    memset(&g, 0x55, sizeof g);
+    memset(&bk, 0x55, sizeof bk);
+    CHECK_EQ(fl_catalog_bucket_table_get(c, "bkt", "ns1", "t1", &bk, &g, &found), FL_OK);
+    CHECK(found);
+    CHECK_STR(bk.name, "bkt");
+    CHECK_STR(bk.arn, "arn:aws:s3tables:us-east-1:111122223333:bucket/bkt");
+    CHECK_STR(bk.owner, "111122223333");
+    CHECK(is_uuid4(bk.id));
+    CHECK(bk.created_ms > 0 && bk.created_ms <= t.created_ms);
+    CHECK_STR(g.bucket, "bkt");
+    CHECK_STR(g.ns, "ns1");
+    CHECK_STR(g.name, "t1");
+    CHECK_STR(g.id, t.id);
+    CHECK_STR(g.arn, t.arn);
+    CHECK_STR(g.kind, "table");
+    CHECK_STR(g.warehouse, "s3://wh-bkt-ns1-t1--table-s3");
+    CHECK_STR(g.version_token, t.version_token);
+    CHECK_STR(g.modified_by, "111122223333");
+    CHECK_EQ(g.created_ms, t.created_ms);
+    CHECK_EQ(g.modified_ms, t.modified_ms);
+    CHECK_EQ(fl_catalog_bucket_table_get(c, "bkt", "ns1", "t2", &bk, &g, &found), FL_OK);
+    CHECK(!found);
+    CHECK_STR(bk.name, "bkt");
+    CHECK_EQ(fl_catalog_bucket_table_get(c, "bkt", "nons", "t1", &bk, &g, &found), FL_OK);
+    CHECK(!found);
+    CHECK_EQ(fl_catalog_bucket_table_get(c, "nobkt", "ns1", "t1", &bk, &g, &found), FL_ERR_NOT_FOUND);
+    CHECK(!found);
+
     /* a name is unique across tables and views */
     CHECK_EQ(mk_table(c, "bkt", "ns1", "t1", "table", NULL), FL_ERR_EXISTS);
     CHECK_EQ(mk_table(c, "bkt", "ns1", "t1", "view", NULL), FL_ERR_EXISTS);
