@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "base/buf.h"
+#include "base/limits.h"
 #include "base/log.h"
 #include "base/mem.h"
 
@@ -88,6 +89,7 @@ static const key_rule_t RULES[] = {
     { "floe.commit.max-records", K_USE, NULL },
     { "floe.commit.max-bytes", K_USE, NULL },
     { "floe.metrics.listen", K_USE, NULL },
+    { "floe.memory.max-bytes", K_USE, NULL },
     { "iceberg.control.commit.timeout-ms", K_NOTE, "floe sink has no coordinator to wait for" },
     { "iceberg.control.commit.threads", K_NOTE, "tables are committed in turn" },
     { "iceberg.control.commit.max-consecutive-failures", K_NOTE, "a failed commit re-reads the batch and retries" },
@@ -495,9 +497,10 @@ fl_err_t fl_sink_config_finish(fl_sink_config_t *cfg, char *err, size_t errlen)
         cfg->commit_interval_ms = x;
     }
 
-    static const char *const caps[] = { "floe.commit.max-records", "floe.commit.max-bytes" };
-    int64_t *capv[] = { &cfg->commit_max_records, &cfg->commit_max_bytes };
-    for (size_t i = 0; i < 2; i++) {
+    cfg->memory_max = FL_SINK_MEMORY_DEFAULT;
+    static const char *const caps[] = { "floe.commit.max-records", "floe.commit.max-bytes", "floe.memory.max-bytes" };
+    int64_t *capv[] = { &cfg->commit_max_records, &cfg->commit_max_bytes, &cfg->memory_max };
+    for (size_t i = 0; i < 3; i++) {
         const char *cv = fl_sink_config_get(cfg, caps[i]);
         if (!cv) continue;
         char *end;

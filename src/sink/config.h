@@ -58,6 +58,8 @@ typedef struct fl_sink_config {
     char *kmeta_ext_name, *kmeta_ext_value;   /* external_field "name,value", or NULL */
     int64_t commit_max_records;   /* floe.commit.max-records: commit after this many records, 0 = off */
     int64_t commit_max_bytes;     /* floe.commit.max-bytes: commit after this many value bytes, 0 = off */
+    int64_t memory_max;           /* floe.memory.max-bytes: rows buffered and Parquet row groups being
+                                   * built, over every table, at most (default FL_SINK_MEMORY_DEFAULT; 0 = off) */
     bool tolerance_all;           /* errors.tolerance=all */
     char *dlq_topic;              /* errors.deadletterqueue.topic.name or NULL */
     bool errors_log;              /* errors.log.enable */

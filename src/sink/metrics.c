@@ -29,6 +29,9 @@ struct fl_sink_metrics {
     _Atomic uint64_t batches_ok, batches_failed, batch_ms_sum;
     _Atomic uint64_t batch_buckets[N_BUCKETS + 1];   /* the last is +Inf */
     _Atomic int64_t last_commit_ms;                  /* wall clock of the last landed batch, 0 none */
+    _Atomic int64_t mem, mem_peak;
+    _Atomic uint64_t mem_cuts, pauses;
+    _Atomic int paused;
     pthread_mutex_t mu;                              /* guards rk and held */
     rd_kafka_t *rk;
     held_t *held;
@@ -65,6 +68,24 @@ void fl_sink_metrics_batch(fl_sink_metrics_t *m, bool ok, int64_t ms)
     while (b < N_BUCKETS && (double)ms / 1000.0 > bucket_s[b]) b++;
     atomic_fetch_add_explicit(&m->batch_buckets[b], 1, memory_order_relaxed);
     if (ok) atomic_store_explicit(&m->last_commit_ms, fl_now_ms(), memory_order_relaxed);
+}
+
+void fl_sink_metrics_memory(fl_sink_metrics_t *m, int64_t bytes)
+{
+    atomic_store_explicit(&m->mem, bytes, memory_order_relaxed);
+    if (bytes > atomic_load_explicit(&m->mem_peak, memory_order_relaxed))   /* one writer: the consume loop */
+        atomic_store_explicit(&m->mem_peak, bytes, memory_order_relaxed);
+}
+
+void fl_sink_metrics_memory_cut(fl_sink_metrics_t *m)
+{
+    atomic_fetch_add_explicit(&m->mem_cuts, 1, memory_order_relaxed);
+}
+
+void fl_sink_metrics_paused(fl_sink_metrics_t *m, bool on)
+{
+    atomic_store_explicit(&m->paused, on ? 1 : 0, memory_order_relaxed);
+    if (on) atomic_fetch_add_explicit(&m->pauses, 1, memory_order_relaxed);
 }
 
 void fl_sink_metrics_committed(fl_sink_metrics_t *m, const char *topic, int32_t partition, int64_t next)
@@ -144,6 +165,17 @@ static fl_err_t render_totals(fl_sink_metrics_t *m, fl_buf_t *out)
                                    "floe_sink_batch_commit_seconds_count %" PRIu64 "\n",
                               cum, atomic_load(&m->batch_ms_sum) / 1000.0, cum);
     }
+    if (!e) e = counter(out, "floe_sink_memory_cuts_total", "Batches cut because memory reached floe.memory.max-bytes.",
+                        &m->mem_cuts);
+    if (!e) e = counter(out, "floe_sink_pauses_total", "Times the assignment was paused for memory.", &m->pauses);
+    if (!e)
+        e = fl_buf_printf(out, "# HELP floe_sink_memory_bytes Rows and row groups held, not yet committed.\n"
+                               "# TYPE floe_sink_memory_bytes gauge\nfloe_sink_memory_bytes %" PRId64 "\n"
+                               "# HELP floe_sink_memory_peak_bytes The most floe_sink_memory_bytes has been.\n"
+                               "# TYPE floe_sink_memory_peak_bytes gauge\nfloe_sink_memory_peak_bytes %" PRId64 "\n"
+                               "# HELP floe_sink_paused Whether the assignment is paused for memory (1).\n"
+                               "# TYPE floe_sink_paused gauge\nfloe_sink_paused %d\n",
+                          atomic_load(&m->mem), atomic_load(&m->mem_peak), atomic_load(&m->paused));
     if (!e)
         e = fl_buf_printf(out, "# HELP floe_sink_last_commit_timestamp_seconds When the last batch landed (0: none yet).\n"
                                "# TYPE floe_sink_last_commit_timestamp_seconds gauge\n"

@@ -41,6 +41,13 @@ void fl_sink_metrics_snapshot(fl_sink_metrics_t *m, int64_t rows, int64_t files,
 /* A batch's commit ended after ms milliseconds (ok: every table and the
  * group offsets committed). */
 void fl_sink_metrics_batch(fl_sink_metrics_t *m, bool ok, int64_t ms);
+/* Memory held by rows and row groups not yet committed (floe.memory.max-bytes):
+ * the gauge and its peak. */
+void fl_sink_metrics_memory(fl_sink_metrics_t *m, int64_t bytes);
+/* A batch cut because memory reached the cap. */
+void fl_sink_metrics_memory_cut(fl_sink_metrics_t *m);
+/* The assignment was paused (on) or resumed for memory. */
+void fl_sink_metrics_paused(fl_sink_metrics_t *m, bool on);
 /* The tables hold topic-partition up to next (exclusive): after a commit, or
  * where an assigned partition starts. */
 void fl_sink_metrics_committed(fl_sink_metrics_t *m, const char *topic, int32_t partition, int64_t next);

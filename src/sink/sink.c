@@ -64,6 +64,8 @@ typedef struct tbl {
     json_t *pending;            /* the map the commit in flight writes */
     json_t *last_schema;        /* the last Connect schema checked for evolution (evolve-schema-enabled) */
     int64_t rows;               /* rows since the last commit */
+    int64_t batch_bytes;        /* value bytes of the rows in batch (not yet Parquet) */
+    int64_t held;               /* what this table counts in sink_t.mem: batch_bytes + its row groups in the making */
     const fl_field_t *direct_for; /* the schema direct was decided for */
     bool direct;                /* fl_sink_direct_usable(that schema) */
 } tbl_t;
@@ -117,6 +119,9 @@ typedef struct sink {
     int dlq_failures;
     int64_t records, dlq_records, commits;
     int64_t batch_records, batch_bytes;   /* consumed since the last commit (floe.commit.max-*) */
+    int64_t mem;                  /* memory the open batch's tables hold (Σ tbl_t.held) */
+    int64_t inflight_mem;         /* ... and the batch handed to the committer held (until collected) */
+    bool paused;                  /* the assignment is paused: memory over floe.memory.max-bytes */
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
     int64_t fault_tx_refused;     /* test fault point (FLOE_SINK_FAULT=tx-refused:N): the Nth transaction
@@ -233,6 +238,7 @@ static void drop_tables(sink_t *s)
     s->offsets_gen++;   /* a table freed here may be allocated again at the same address */
     for (size_t i = 0; i < s->n_tables; i++) tbl_free(s->tables[i]);
     s->n_tables = 0;
+    s->mem = 0;
     for (size_t i = 0; i < s->n_spare; i++) tbl_free(s->spare[i]);
     s->n_spare = 0;
 }
@@ -242,8 +248,13 @@ static void forget_table(sink_t *s, const char *name)
 {
     s->offsets_gen++;
     for (size_t i = 0; i < s->n_tables;)
-        if (!strcmp(s->tables[i]->name, name)) { tbl_free(s->tables[i]); s->tables[i] = s->tables[--s->n_tables]; }
-        else i++;
+        if (!strcmp(s->tables[i]->name, name)) {
+            s->mem -= s->tables[i]->held;
+            tbl_free(s->tables[i]);
+            s->tables[i] = s->tables[--s->n_tables];
+        } else {
+            i++;
+        }
     for (size_t i = 0; i < s->n_spare;)
         if (!strcmp(s->spare[i]->name, name)) { tbl_free(s->spare[i]); s->spare[i] = s->spare[--s->n_spare]; }
         else i++;
@@ -544,6 +555,26 @@ static fl_err_t flush_batch(tbl_t *t, char *err, size_t errlen)
     return e;
 }
 
+/* Main thread: t took a row of `bytes` value bytes; its rows go to Parquet every
+ * FL_SINK_BATCH_ROWS rows or FL_SINK_BATCH_BYTES bytes. What t holds in memory is
+ * counted in s->mem (floe.memory.max-bytes). */
+static void table_took(sink_t *s, tbl_t *t, int64_t bytes)
+{
+    t->rows++;
+    t->batch_bytes += bytes;
+    t->held += bytes;
+    s->mem += bytes;
+    if (t->batch.len >= FL_SINK_BATCH_ROWS || t->batch_bytes >= FL_SINK_BATCH_BYTES) {
+        char err[1024];
+        if (flush_batch(t, err, sizeof err)) set_fatal(s, "writing %s: %s", t->name, err);
+        t->batch_bytes = 0;
+        s->mem -= t->held;
+        t->held = fl_append_buffered(t->ap);
+        s->mem += t->held;
+    }
+    fl_sink_metrics_memory(s->mx, s->mem + s->inflight_mem);
+}
+
 static void dlq_flush(sink_t *s)
 {
     if (!s->dlq) return;
@@ -782,6 +813,8 @@ static bool committer_wait(sink_t *s)
     while (!c->done) pthread_cond_wait(&c->cv, &c->mu);
     c->busy = c->done = false;
     pthread_mutex_unlock(&c->mu);
+    s->inflight_mem = 0;
+    fl_sink_metrics_memory(s->mx, s->mem);
     bool ok = !c->failed;
     s->offsets_gen++;   /* the tables coming back and the open ones' merged maps */
     if (ok) s->took_ms[s->n_took++ % 4] = c->took_ms;
@@ -862,7 +895,11 @@ static void commit_start(sink_t *s)
     c->tables = fl_realloc(c->tables, (s->n_tables + 1) * sizeof *c->tables);
     for (size_t i = 0; i < s->n_tables;) {
         if (s->tables[i]->rows) {
-            c->tables[c->n_tables++] = s->tables[i];
+            tbl_t *t = s->tables[i];
+            s->inflight_mem += t->held;   /* freed once the committer closed its files */
+            s->mem -= t->held;
+            t->held = t->batch_bytes = 0;
+            c->tables[c->n_tables++] = t;
             s->tables[i] = s->tables[--s->n_tables];
         } else {
             i++;
@@ -915,6 +952,50 @@ static int64_t commit_due_in(sink_t *s, bool *cap)
         if (first < in) in = first;
     }
     return in > 0 ? in : 0;
+}
+
+/* Whether the memory held (open batch, and the batch in flight until the
+ * committer's files are closed) reached floe.memory.max-bytes. */
+static bool over_memory(const sink_t *s)
+{
+    return s->cfg->memory_max && s->mem + s->inflight_mem >= s->cfg->memory_max;
+}
+
+/* Pauses (on) or resumes every assigned partition. Paused, the consume loop
+ * goes on polling (rebalances, the committer's progress) but takes no record:
+ * back-pressure while memory is over the cap. Called again while over, so
+ * that partitions assigned meanwhile are paused too. */
+static void set_paused(sink_t *s, bool on)
+{
+    rd_kafka_topic_partition_list_t *l = NULL;
+    if (!rd_kafka_assignment(s->rk, &l) && l) {
+        rd_kafka_resp_err_t ke = on ? rd_kafka_pause_partitions(s->rk, l) : rd_kafka_resume_partitions(s->rk, l);
+        if (ke) fl_warn("sink: %s partitions: %s", on ? "pausing" : "resuming", rd_kafka_err2str(ke));
+        rd_kafka_topic_partition_list_destroy(l);
+    }
+    if (on != s->paused) {
+        fl_debug("sink: %s (memory held %" PRId64 " + %" PRId64 " in flight, cap %" PRId64 ")",
+                 on ? "paused" : "resumed", s->mem, s->inflight_mem, s->cfg->memory_max);
+        fl_sink_metrics_paused(s->mx, on);
+    }
+    s->paused = on;
+}
+
+/* Main thread, every pass of the consume loop: memory at the cap cuts the open
+ * batch as soon as the committer is free (its commit closes the files and frees
+ * what they hold), and pauses the partitions until it is under the cap again. */
+static void memory_backpressure(sink_t *s)
+{
+    if (!over_memory(s)) {
+        if (s->paused) set_paused(s, false);
+        return;
+    }
+    if (committer_free(s)) {
+        if (s->mem > 0) fl_sink_metrics_memory_cut(s->mx);
+        commit_start(s);   /* collects the batch in flight, hands this one over */
+    }
+    if (over_memory(s)) set_paused(s, true);
+    else if (s->paused) set_paused(s, false);
 }
 
 /* Commits the open batch and waits for it (rebalances, schema changes,
@@ -1122,9 +1203,7 @@ static bool process_direct(sink_t *s, const rd_kafka_message_t *m, const char *t
     if (m->offset < p->floor_off) return false;
     if (!fl_sink_direct_append(root, &t->batch, m->payload, m->len, s->cfg->case_insensitive, &s->direct_tmp))
         return false;
-    t->rows++;
-    char err[1024];
-    if (t->batch.len >= FL_SINK_BATCH_ROWS && flush_batch(t, err, sizeof err)) set_fatal(s, "writing %s: %s", t->name, err);
+    table_took(s, t, (int64_t)m->len);
     if (p->start < 0) p->start = m->offset;
     p->next = m->offset + 1;
     return true;
@@ -1222,10 +1301,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
         e = fl_vec_append_json(&t->batch, conv, err, sizeof err);
         json_decref(conv);
         if (e) { bad_record(s, m, err); continue; }
-        t->rows++;
-        if (t->batch.len >= FL_SINK_BATCH_ROWS && (e = flush_batch(t, err, sizeof err))) {
-            set_fatal(s, "writing %s: %s", t->name, err);
-        }
+        table_took(s, t, (int64_t)m->len);
     }
 done:
     json_decref(missing);
@@ -1469,6 +1545,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     s.last_commit = fl_mono_ms();
     s.batch_first_ms = -1;
     while (!*stop && !s.fatal) {
+        memory_backpressure(&s);
         bool cap;
         int64_t due_in = commit_due_in(&s, &cap);
         if (!due_in && (cap || committer_free(&s))) {
@@ -1476,7 +1553,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
             continue;
         }
         /* wake for the cut, or (a cut waiting on the committer) soon to see it done */
-        int timeout = due_in ? (int)(due_in < 100 ? due_in : 100) : 5;
+        int timeout = due_in && !s.paused ? (int)(due_in < 100 ? due_in : 100) : 5;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, timeout);
         if (m) {
             if (!m->err) process(&s, m);

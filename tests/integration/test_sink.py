@@ -570,3 +570,42 @@ def test_metrics_count_records_commits_and_lag(tmp_path, floe, table_bucket, res
         assert ei.value.code == 404
     finally:
         assert sink.stop() == 0, sink.log()[-3000:]
+
+
+def test_memory_cap_cuts_batches_and_pauses(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """floe.memory.max-bytes bounds what the sink holds (rows and Parquet row groups not yet
+    committed), whatever the input: 24,000 poorly compressible records into 40 partitions land
+    exactly once, in batches cut at the cap (long before the 15 s commit interval, which only
+    commits the tail) while the partitions are paused for the commit in flight; the peak stays
+    near the 1 MiB cap where, uncapped, the sink would hold the run's 7 MB until the interval."""
+    from conftest import free_port
+    from pyiceberg.partitioning import PartitionField, PartitionSpec
+    from pyiceberg.transforms import IdentityTransform
+    ns, topic = "mem_%s" % uuid.uuid4().hex[:6], "mem-" + uuid.uuid4().hex[:6]
+    rest_catalog.create_namespace_if_not_exists(ns)
+    schema = Schema(NestedField(1, "id", LongType(), required=False),
+                    NestedField(2, "cat", StringType(), required=False),
+                    NestedField(3, "pad", StringType(), required=False))
+    rest_catalog.create_table("%s.events" % ns, schema=schema, partition_spec=PartitionSpec(
+        PartitionField(source_id=2, field_id=1000, transform=IdentityTransform(), name="cat")))
+    kafka.create_topic(topic, 3)
+    n, cap = 24000, 1 << 20
+    rnd = random.Random(7)
+    kafka.produce(topic, [json.dumps({"id": i, "cat": "c%02d" % (i % 40), "pad": "%064x" % rnd.getrandbits(256) * 4})
+                          for i in range(n)])
+    port = free_port()
+    doc = connector(floe, table_bucket, "mem-" + topic, topics=topic,
+                    **{"iceberg.tables": ns + ".events", "iceberg.control.commit.interval-ms": "15000",
+                       "floe.memory.max-bytes": str(cap)})
+    sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap,
+                                                   "--metrics-listen", "127.0.0.1:%d" % port]).start()
+    try:
+        t = wait_rows(rest_catalog, ns + ".events", n, sink, timeout=120)
+        m = scrape(port)
+    finally:
+        assert sink.stop() == 0, sink.log()[-3000:]
+    assert sorted(t.column("id").to_pylist()) == list(range(n))
+    assert m["floe_sink_memory_cuts_total"] >= 3, m
+    assert m["floe_sink_pauses_total"] >= 1, m
+    assert m["floe_sink_memory_peak_bytes"] <= 2 * cap, m
+    assert m["floe_sink_rows_committed_total"] == n
