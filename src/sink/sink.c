@@ -42,6 +42,7 @@ typedef struct tp {
     const void *floor_tbl;      /* the direct path's table floor_off was read for ... */
     uint64_t floor_gen;         /* ... at this offsets generation (sink_t.offsets_gen) */
     int64_t floor_off;          /* that table's offset for this partition (records below are in it) */
+    uint64_t sought;            /* sink_t.seeks when it was last sought (a rewind) */
 } tp_t;
 
 /* A partition's range in a batch handed to the committer. */
@@ -109,6 +110,8 @@ typedef struct sink {
     unsigned n_took;
     size_t last_tp;             /* index of the partition of the last record (records come in runs) */
     uint64_t offsets_gen;       /* bumped whenever a table's offsets map may change */
+    uint64_t seeks;             /* bumped by every seek_all: records polled before it, of a partition it moved, are stale */
+    uint64_t rebalances;        /* bumped by every rebalance callback */
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
     char fatal_msg[1024];
@@ -445,6 +448,7 @@ static tp_t *tp_find(sink_t *s, const char *topic, int32_t partition, bool add)
     p->partition = partition;
     p->start = p->next = p->fstart = -1;
     p->floor_tbl = NULL;
+    p->sought = 0;
     s->last_tp = s->n_tps - 1;
     return p;
 }
@@ -465,6 +469,11 @@ static void tp_remove(sink_t *s, const char *topic, int32_t partition)
  * restart resumes from the tables' offsets. Per-partition errors count as much as the call's. */
 static void seek_all(sink_t *s, rd_kafka_topic_partition_list_t *l)
 {
+    s->seeks++;
+    for (int i = 0; i < l->cnt; i++) {
+        tp_t *p = tp_find(s, l->elems[i].topic, l->elems[i].partition, false);
+        if (p) p->sought = s->seeks;
+    }
     rd_kafka_topic_partition_list_t *cur = l, *left = NULL;   /* left: owned, what is still to seek */
     for (int attempt = 1;; attempt++) {
         char why[512] = "";
@@ -1263,12 +1272,15 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 {
     sink_t *s = opaque;
     bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    s->rebalances++;   /* records a batch poll took before this are checked against the new assignment */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         s->ever_assigned = true;
         commit_all(s);            /* the batch holds only partitions this member owned before */
         drop_tables(s);           /* their offsets are reloaded with the new partitions */
         start_positions(s, parts);
-        for (int j = 0; j < parts->cnt; j++) tp_find(s, parts->elems[j].topic, parts->elems[j].partition, true);
+        s->seeks++;   /* a record of these polled before now (an earlier assignment of it) is stale */
+        for (int j = 0; j < parts->cnt; j++)
+            tp_find(s, parts->elems[j].topic, parts->elems[j].partition, true)->sought = s->seeks;
         fl_info("sink: assigned %d partition(s)", parts->cnt);
         if (cooperative) {
             rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
@@ -1276,6 +1288,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         } else {
             rd_kafka_assign(rk, parts);
         }
+        rd_kafka_yield(rk);   /* the batch poll returns now (set last: a wait inside this callback clears it) */
         return;
     }
     /* revoked or lost */
@@ -1289,6 +1302,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     } else {
         rd_kafka_assign(rk, NULL);
     }
+    rd_kafka_yield(rk);
 }
 
 /* ---- set-up ---- */
@@ -1386,6 +1400,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     fl_err_t e = FL_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;
+    rd_kafka_queue_t *cq = NULL;   /* the consumer group's queue: records and rebalances, polled in batches */
+    rd_kafka_message_t *msgs[FL_SINK_POLL_BATCH];
     char kerr[512];
     if ((e = connect_catalog(&s, err, errlen))) goto out;
     if (pthread_create(&s.cm.th, NULL, committer_main, &s)) {
@@ -1415,6 +1431,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     if (!s.rk) { e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka consumer: %s", kerr); goto out; }
     conf = NULL;
     rd_kafka_poll_set_consumer(s.rk);
+    cq = rd_kafka_queue_get_consumer(s.rk);
 
     if (cfg->dlq_topic) {
         rd_kafka_conf_t *pc = rd_kafka_conf_new();
@@ -1451,11 +1468,30 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
         }
         /* wake for the cut, or (a cut waiting on the committer) soon to see it done */
         int timeout = due_in ? (int)(due_in < 100 ? due_in : 100) : 5;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, timeout);
-        if (m) {
-            if (!m->err) process(&s, m);
-            else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                fl_warn("sink: consumer: %s", rd_kafka_message_errstr(m));
+        /* what is queued, without waiting (a batch poll with a time-out waits until the array is full) */
+        uint64_t seeks0 = s.seeks, rebal0 = s.rebalances;
+        ssize_t n = rd_kafka_consume_batch_queue(cq, 0, msgs, FL_SINK_POLL_BATCH);
+        if (n <= 0) {   /* nothing: wait for one record (rebalances are served first, so it is current) */
+            msgs[0] = rd_kafka_consumer_poll(s.rk, timeout);
+            n = msgs[0] ? 1 : 0;
+            seeks0 = s.seeks;
+            rebal0 = s.rebalances;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            rd_kafka_message_t *m = msgs[i];
+            /* records after one that cut the batch wait for it as a poll per record would */
+            if (i && !*stop && !s.fatal && !commit_due_in(&s, &cap) && (cap || committer_free(&s))) commit_start(&s);
+            if (*stop || s.fatal) {
+                /* not processed: the restart (or the next member) reads it again */
+            } else if (m->err) {
+                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) fl_warn("sink: consumer: %s", rd_kafka_message_errstr(m));
+            } else {
+                /* polled before a rebalance revoked its partition, or before a rewind moved it: stale */
+                tp_t *p = s.seeks != seeks0 || s.rebalances != rebal0
+                              ? tp_find(&s, rd_kafka_topic_name(m->rkt), m->partition, false) : NULL;
+                bool stale = p ? p->sought > seeks0 : s.rebalances != rebal0;
+                if (!stale) process(&s, m);
+            }
             rd_kafka_message_destroy(m);
         }
         if (s.dlq) rd_kafka_poll(s.dlq, 0);
@@ -1472,6 +1508,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
 out:
     if (conf) rd_kafka_conf_destroy(conf);
     if (subs) rd_kafka_topic_partition_list_destroy(subs);
+    if (cq) rd_kafka_queue_destroy(cq);
     if (s.cm.started) {
         committer_wait(&s);
         pthread_mutex_lock(&s.cm.mu);
