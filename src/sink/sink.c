@@ -105,7 +105,7 @@ typedef struct sink {
     size_t n_tps;
     json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
     int64_t last_commit;
-    int64_t batch_first_ms;     /* when the open batch's first record was consumed (mono), -1 none */
+    int64_t batch_first_ms;     /* when the open batch's first record was produced (mono; first_ms), -1 none */
     int64_t took_ms[4];         /* the last commits' durations: how early a batch is cut */
     unsigned n_took;
     size_t last_tp;             /* index of the partition of the last record (records come in runs) */
@@ -891,7 +891,7 @@ static bool committer_free(sink_t *s)
 /* Milliseconds until the open batch is due (0: now). A batch is cut when
  * its first record is commit-interval old less the recent commits' duration
  * (at most half the interval), so that it is queryable about one interval
- * after its first record arrived, or at the interval since the last cut, or
+ * after its first record was produced (first_ms), or at the interval since the last cut, or
  * at the configured record/byte caps (*cap: then the consume loop waits for
  * the committer, so a batch holds no more than the cap); a batch due by time
  * while the previous one is still being committed waits (the loop does not). */
@@ -1124,6 +1124,21 @@ static bool process_direct(sink_t *s, const rd_kafka_message_t *m, const char *t
     return true;
 }
 
+/* When the batch a record opens counts as begun (mono ms): when the record was
+ * produced (its Kafka timestamp), so that the time it spent reaching the sink
+ * counts against the interval too; its arrival when the timestamp is missing,
+ * in the future (clocks apart) or more than half an interval old (a backlog
+ * being read: its batches stay one interval long). */
+static int64_t first_ms(sink_t *s, const rd_kafka_message_t *m)
+{
+    int64_t now = fl_mono_ms();
+    rd_kafka_timestamp_type_t tst;
+    int64_t ts = rd_kafka_message_timestamp(m, &tst);
+    if (ts < 0 || tst == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE) return now;
+    int64_t age = fl_now_ms() - ts;
+    return age > 0 && age <= s->cfg->commit_interval_ms / 2 ? now - age : now;
+}
+
 static void process(sink_t *s, const rd_kafka_message_t *m)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
@@ -1131,7 +1146,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     json_t *root = NULL, *value = NULL, *schema = NULL, *missing = NULL;
     char err[1024] = "";
     s->records++;
-    if (s->batch_first_ms < 0) s->batch_first_ms = fl_mono_ms();
+    if (s->batch_first_ms < 0) s->batch_first_ms = first_ms(s, m);
     s->batch_records++;
     s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
