@@ -118,6 +118,7 @@
 #define FL_SINK_ROW_GROUP_BYTES    (8 * 1024 * 1024)  /* cap on a Parquet row group the sink buffers per open file */
 #define FL_SINK_KAFKA_QUEUED_KB    "4096"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions) */
 #define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
+#define FL_SINK_MALLOC_TRIM_THRESHOLD (64 * 1024 * 1024) /* floe sink: free heap top kept up to this much */
 #define FL_SINK_POLL_BATCH         256                /* records taken from librdkafka's queue in one call */
 #define FL_SINK_BATCH_ROWS         1024               /* rows buffered per table before they go to Parquet */
 #define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
