@@ -262,6 +262,7 @@ def run_latency(floe, arn, cat, ns, commit_ms):
     from confluent_kafka import Producer
     sent = {}   # (partition, offset) -> produce time
     prod = Producer({"bootstrap.servers": BROKER.bootstrap, "linger.ms": 5, "compression.type": "lz4"})
+    prod.list_topics(topic, timeout=30)   # connected, metadata known: the producer's start-up is not the sink's latency
     seen = []   # (time first visible, {partition: next offset})
     key = "floe.offsets." + "connect-" + name
     stop = [False]

@@ -120,6 +120,8 @@
 #define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
 #define FL_SINK_MEMORY_DEFAULT     (128LL * 1024 * 1024) /* floe.memory.max-bytes when not set */
 #define FL_SINK_BATCH_BYTES        (4 * 1024 * 1024)  /* ... or value bytes, whichever first */
+#define FL_SINK_MALLOC_TRIM_THRESHOLD (64 * 1024 * 1024) /* floe sink: free heap top kept up to this much */
+#define FL_SINK_POLL_BATCH         256                /* records taken from librdkafka's queue in one call */
 #define FL_SINK_BATCH_ROWS         1024               /* rows buffered per table before they go to Parquet */
 #define FL_SINK_MAX_ANCESTRY       100000             /* snapshots walked back for a table's sink offsets */
 #define FL_SINK_ABSENT_TABLE_MS    10000              /* a missing table is looked up again after */

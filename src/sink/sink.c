@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <librdkafka/rdkafka.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,7 @@ typedef struct tp {
     const void *floor_tbl;      /* the direct path's table floor_off was read for ... */
     uint64_t floor_gen;         /* ... at this offsets generation (sink_t.offsets_gen) */
     int64_t floor_off;          /* that table's offset for this partition (records below are in it) */
+    uint64_t sought;            /* sink_t.seeks when it was last sought (a rewind) */
 } tp_t;
 
 /* A partition's range in a batch handed to the committer. */
@@ -108,11 +110,13 @@ typedef struct sink {
     size_t n_tps;
     json_t *absent;             /* table name -> when it was found missing (mono ms): not asked again for a while */
     int64_t last_commit;
-    int64_t batch_first_ms;     /* when the open batch's first record was consumed (mono), -1 none */
+    int64_t batch_first_ms;     /* when the open batch's first record was produced (mono; first_ms), -1 none */
     int64_t took_ms[4];         /* the last commits' durations: how early a batch is cut */
     unsigned n_took;
     size_t last_tp;             /* index of the partition of the last record (records come in runs) */
     uint64_t offsets_gen;       /* bumped whenever a table's offsets map may change */
+    uint64_t seeks;             /* bumped by every seek_all: records polled before it, of a partition it moved, are stale */
+    uint64_t rebalances;        /* bumped by every rebalance callback */
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
     char fatal_msg[1024];
@@ -458,6 +462,7 @@ static tp_t *tp_find(sink_t *s, const char *topic, int32_t partition, bool add)
     p->partition = partition;
     p->start = p->next = p->fstart = -1;
     p->floor_tbl = NULL;
+    p->sought = 0;
     s->last_tp = s->n_tps - 1;
     return p;
 }
@@ -478,6 +483,11 @@ static void tp_remove(sink_t *s, const char *topic, int32_t partition)
  * restart resumes from the tables' offsets. Per-partition errors count as much as the call's. */
 static void seek_all(sink_t *s, rd_kafka_topic_partition_list_t *l)
 {
+    s->seeks++;
+    for (int i = 0; i < l->cnt; i++) {
+        tp_t *p = tp_find(s, l->elems[i].topic, l->elems[i].partition, false);
+        if (p) p->sought = s->seeks;
+    }
     rd_kafka_topic_partition_list_t *cur = l, *left = NULL;   /* left: owned, what is still to seek */
     for (int attempt = 1;; attempt++) {
         char why[512] = "";
@@ -933,7 +943,7 @@ static bool committer_free(sink_t *s)
 /* Milliseconds until the open batch is due (0: now). A batch is cut when
  * its first record is commit-interval old less the recent commits' duration
  * (at most half the interval), so that it is queryable about one interval
- * after its first record arrived, or at the interval since the last cut, or
+ * after its first record was produced (first_ms), or at the interval since the last cut, or
  * at the configured record/byte caps (*cap: then the consume loop waits for
  * the committer, so a batch holds no more than the cap); a batch due by time
  * while the previous one is still being committed waits (the loop does not). */
@@ -1209,6 +1219,21 @@ static bool process_direct(sink_t *s, const rd_kafka_message_t *m, const char *t
     return true;
 }
 
+/* When the batch a record opens counts as begun (mono ms): when the record was
+ * produced (its Kafka timestamp), so that the time it spent reaching the sink
+ * counts against the interval too; its arrival when the timestamp is missing,
+ * in the future (clocks apart) or more than half an interval old (a backlog
+ * being read: its batches stay one interval long). */
+static int64_t first_ms(sink_t *s, const rd_kafka_message_t *m)
+{
+    int64_t now = fl_mono_ms();
+    rd_kafka_timestamp_type_t tst;
+    int64_t ts = rd_kafka_message_timestamp(m, &tst);
+    if (ts < 0 || tst == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE) return now;
+    int64_t age = fl_now_ms() - ts;
+    return age > 0 && age <= s->cfg->commit_interval_ms / 2 ? now - age : now;
+}
+
 static void process(sink_t *s, const rd_kafka_message_t *m)
 {
     const char *topic = rd_kafka_topic_name(m->rkt);
@@ -1217,7 +1242,7 @@ static void process(sink_t *s, const rd_kafka_message_t *m)
     char err[1024] = "";
     s->records++;
     fl_sink_metrics_record(s->mx, (int64_t)m->len);
-    if (s->batch_first_ms < 0) s->batch_first_ms = fl_mono_ms();
+    if (s->batch_first_ms < 0) s->batch_first_ms = first_ms(s, m);
     s->batch_records++;
     s->batch_bytes += (int64_t)m->len;
     s->rewound = false;
@@ -1359,12 +1384,15 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 {
     sink_t *s = opaque;
     bool cooperative = !strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE");
+    s->rebalances++;   /* records a batch poll took before this are checked against the new assignment */
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         s->ever_assigned = true;
         commit_all(s);            /* the batch holds only partitions this member owned before */
         drop_tables(s);           /* their offsets are reloaded with the new partitions */
         start_positions(s, parts);
-        for (int j = 0; j < parts->cnt; j++) tp_find(s, parts->elems[j].topic, parts->elems[j].partition, true);
+        s->seeks++;   /* a record of these polled before now (an earlier assignment of it) is stale */
+        for (int j = 0; j < parts->cnt; j++)
+            tp_find(s, parts->elems[j].topic, parts->elems[j].partition, true)->sought = s->seeks;
         fl_info("sink: assigned %d partition(s)", parts->cnt);
         if (cooperative) {
             rd_kafka_error_t *e = rd_kafka_incremental_assign(rk, parts);
@@ -1372,6 +1400,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         } else {
             rd_kafka_assign(rk, parts);
         }
+        rd_kafka_yield(rk);   /* the batch poll returns now (set last: a wait inside this callback clears it) */
         return;
     }
     /* revoked or lost */
@@ -1385,6 +1414,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     } else {
         rd_kafka_assign(rk, NULL);
     }
+    rd_kafka_yield(rk);
 }
 
 /* ---- set-up ---- */
@@ -1479,9 +1509,18 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     const char *fault = getenv("FLOE_SINK_FAULT");
     if (fault && !strncmp(fault, "after-table-commit:", 19)) s.fault_after_commits = atoll(fault + 19);
     if (fault && !strncmp(fault, "tx-refused:", 11)) s.fault_tx_refused = atoll(fault + 11);
+    /* glibc gives the heap's free top back to the kernel once it passes 128 KiB (more as its
+     * threshold adapts); the sink frees and allocates the same buffers over and over and paid
+     * for them again in page faults zeroing fresh pages (~9% of its CPU). The heap keeps it
+     * now. Setting the threshold also stops glibc raising its mmap threshold: blocks of 128 KiB
+     * and more stay mmap'd, grow with mremap and leave no holes in the heap (letting them into
+     * the heap, M_MMAP_THRESHOLD 32 MiB, saved a little more CPU but raised the peak by ~20 MiB). */
+    mallopt(M_TRIM_THRESHOLD, FL_SINK_MALLOC_TRIM_THRESHOLD);
     fl_err_t e = FL_OK;
     rd_kafka_conf_t *conf = NULL;
     rd_kafka_topic_partition_list_t *subs = NULL;
+    rd_kafka_queue_t *cq = NULL;   /* the consumer group's queue: records and rebalances, polled in batches */
+    rd_kafka_message_t *msgs[FL_SINK_POLL_BATCH];
     char kerr[512];
     s.mx = fl_sink_metrics_new();
     if (cfg->metrics_listen && fl_sink_metrics_listen(s.mx, cfg->metrics_listen)) {
@@ -1517,6 +1556,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     conf = NULL;
     rd_kafka_poll_set_consumer(s.rk);
     fl_sink_metrics_consumer(s.mx, s.rk);
+    cq = rd_kafka_queue_get_consumer(s.rk);
 
     if (cfg->dlq_topic) {
         rd_kafka_conf_t *pc = rd_kafka_conf_new();
@@ -1554,11 +1594,33 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
         }
         /* wake for the cut, or (a cut waiting on the committer) soon to see it done */
         int timeout = due_in && !s.paused ? (int)(due_in < 100 ? due_in : 100) : 5;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(s.rk, timeout);
-        if (m) {
-            if (!m->err) process(&s, m);
-            else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                fl_warn("sink: consumer: %s", rd_kafka_message_errstr(m));
+        /* what is queued, without waiting (a batch poll with a time-out waits until the array is full) */
+        uint64_t seeks0 = s.seeks, rebal0 = s.rebalances;
+        ssize_t n = rd_kafka_consume_batch_queue(cq, 0, msgs, FL_SINK_POLL_BATCH);
+        if (n <= 0) {   /* nothing: wait for one record (rebalances are served first, so it is current) */
+            msgs[0] = rd_kafka_consumer_poll(s.rk, timeout);
+            n = msgs[0] ? 1 : 0;
+            seeks0 = s.seeks;
+            rebal0 = s.rebalances;
+        }
+        for (ssize_t i = 0; i < n; i++) {
+            rd_kafka_message_t *m = msgs[i];
+            /* records after one that cut the batch wait for it as a poll per record would */
+            if (i && !*stop && !s.fatal && !commit_due_in(&s, &cap) && (cap || committer_free(&s))) commit_start(&s);
+            /* taken from librdkafka already (its position is past them): processed even at the memory
+             * cap, which pauses what follows; the queue's own caps bound them */
+            if (i && !*stop && !s.fatal && over_memory(&s)) memory_backpressure(&s);
+            if (*stop || s.fatal) {
+                /* not processed: the restart (or the next member) reads it again */
+            } else if (m->err) {
+                if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF) fl_warn("sink: consumer: %s", rd_kafka_message_errstr(m));
+            } else {
+                /* polled before a rebalance revoked its partition, or before a rewind moved it: stale */
+                tp_t *p = s.seeks != seeks0 || s.rebalances != rebal0
+                              ? tp_find(&s, rd_kafka_topic_name(m->rkt), m->partition, false) : NULL;
+                bool stale = p ? p->sought > seeks0 : s.rebalances != rebal0;
+                if (!stale) process(&s, m);
+            }
             rd_kafka_message_destroy(m);
         }
         if (s.dlq) rd_kafka_poll(s.dlq, 0);
@@ -1577,6 +1639,7 @@ out:
     if (s.mx) fl_sink_metrics_consumer(s.mx, NULL);
     if (conf) rd_kafka_conf_destroy(conf);
     if (subs) rd_kafka_topic_partition_list_destroy(subs);
+    if (cq) rd_kafka_queue_destroy(cq);
     if (s.cm.started) {
         committer_wait(&s);
         pthread_mutex_lock(&s.cm.mu);
