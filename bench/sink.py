@@ -26,7 +26,7 @@ and a short text of common words instead of the random payload, ~250 B), printed
 own table ("realistic events"). Env: REAL_N (N; 0 skips) N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
      SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)  WIDE_PARTITIONS (1000; 0 skips)
-     WIDE_N (100000)  LAT_COMMIT_MS ("1000,200"; "" skips)  LAT_RATE (2000)  LAT_SECONDS (15)  LAT_POLL_MS (20)
+     WIDE_N (100000)  SINK_SET ("k=v;k=v" added to floe sink's configuration)  LAT_COMMIT_MS ("1000,200"; "" skips)  LAT_RATE (2000)  LAT_SECONDS (15)  LAT_POLL_MS (20)
 Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
 Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
 import datetime
@@ -63,6 +63,8 @@ LAT_RATE = int(os.environ.get("LAT_RATE", "2000"))
 LAT_SECONDS = float(os.environ.get("LAT_SECONDS", "15"))
 LAT_POLL_MS = int(os.environ.get("LAT_POLL_MS", "20"))
 FLOE_BIN = os.environ["FLOE_BIN"]
+# SINK_SET="k=v;k=v": extra keys for floe sink's connector configuration (e.g. consumer.* for librdkafka)
+SINK_SET = dict(kv.split("=", 1) for kv in os.environ.get("SINK_SET", "").split(";") if "=" in kv)
 CLK = os.sysconf("SC_CLK_TCK")
 OUT = REPO / "bench/out" / ("sink-" + datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ"))
 
@@ -175,6 +177,7 @@ def wait_table(cat, ident, proc_alive, timeout, n_want=None):
 def run_floe_sink(floe, arn, cat, ns, topic, serve_pid, table="floe", n_want=None):
     doc = connector(floe, arn, "bench-" + table, topics=topic, **{
         "iceberg.tables": ns + "." + table, "iceberg.control.commit.interval-ms": COMMIT_MS, "tasks.max": TASKS_MAX})
+    doc["config"].update(SINK_SET)
     cfg = OUT / ("%s-sink.json" % table.replace("_", "-"))
     cfg.write_text(json.dumps(doc, indent=2))
     logf = open(OUT / ("%s-sink.log" % table.replace("_", "-")), "w")

@@ -118,6 +118,7 @@
 #define FL_SINK_ROW_GROUP_BYTES    (8 * 1024 * 1024)  /* cap on a Parquet row group the sink buffers per open file */
 #define FL_SINK_KAFKA_QUEUED_KB    "4096"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions) */
 #define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
+#define FL_SINK_KAFKA_QUEUE_BACKOFF_MS "20"          /* librdkafka fetch.queue.backoff.ms (2.1+) */
 #define FL_SINK_MEMORY_DEFAULT     (128LL * 1024 * 1024) /* floe.memory.max-bytes when not set */
 #define FL_SINK_BATCH_BYTES        (4 * 1024 * 1024)  /* ... or value bytes, whichever first */
 #define FL_SINK_MALLOC_TRIM_THRESHOLD (64 * 1024 * 1024) /* floe sink: free heap top kept up to this much */
