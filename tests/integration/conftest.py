@@ -76,6 +76,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from free_port import free_port  # noqa: E402,F401 - one picker for every test server
 
 
+def terminate(proc, timeout=20):
+    """SIGTERM a child process if it still runs; SIGKILL it after timeout seconds."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class FloeServer:
     def __init__(self, data_dir, name="floe", env_keys=True, extra_args=(), s3_port=None,
                  catalog_port=None, shared_key=None):
@@ -319,13 +331,7 @@ frontend catalog
 
     def _stop_haproxy(self):
         if self.haproxy is not None:
-            if self.haproxy.poll() is None:
-                self.haproxy.terminate()
-                try:
-                    self.haproxy.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.haproxy.kill()
-                    self.haproxy.wait()
+            terminate(self.haproxy, 10)
             self.haproxy = None
 
     def start(self, timeout=20.0):

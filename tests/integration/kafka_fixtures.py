@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FLOE_BIN, REPO, free_port
+from conftest import FLOE_BIN, REPO, free_port, terminate
 
 KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "3.9.2")
 KLIB = REPO / "tests/compat/.cache" / ("kafka-" + KAFKA_VERSION) / "lib"
@@ -86,13 +86,7 @@ class Broker:
         raise AssertionError("broker did not start:\n" + (self.dir / "kafka.log").read_text()[-3000:])
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         self.log.close()
 
     def create_topic(self, name, partitions=1):

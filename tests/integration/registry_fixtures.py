@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from conftest import REPO, free_port
+from conftest import REPO, free_port, terminate
 
 POM = REPO / "tests/compat/apicurio/pom.xml"
 APICURIO_VERSION = re.search(r"<apicurio.version>(.*?)</apicurio.version>", POM.read_text()).group(1)
@@ -84,13 +84,7 @@ class Apicurio:
             return ""
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         if self.proc:
             self.logf.close()
         self.proc = None
