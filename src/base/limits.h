@@ -116,7 +116,7 @@
 #define FL_SINK_MAX_CONFIG_BYTES   (1024 * 1024)      /* the connector configuration file */
 #define FL_SINK_DIRECT_MAX_COLUMNS 256               /* top-level columns the direct record path handles */
 #define FL_SINK_ROW_GROUP_BYTES    (8 * 1024 * 1024)  /* cap on a Parquet row group the sink buffers per open file */
-#define FL_SINK_KAFKA_QUEUED_KB    "4096"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions) */
+#define FL_SINK_KAFKA_QUEUED_KB    "8192"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions; bench/README.md) */
 #define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
 #define FL_SINK_KAFKA_QUEUE_BACKOFF_MS "20"          /* librdkafka fetch.queue.backoff.ms (2.1+) */
 #define FL_SINK_MEMORY_DEFAULT     (128LL * 1024 * 1024) /* floe.memory.max-bytes when not set */
