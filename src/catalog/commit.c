@@ -2,8 +2,8 @@
  * loaded metadata, and Iceberg commits (check requirements, apply updates,
  * write the next metadata file, compare-and-swap the pointer).
  *
- * Commits to one table are serialised in this process by a striped mutex (by
- * name); a lost swap (another process, or a pointer move that does not take
+ * Commits to one table are serialised in this process by a per-table lock (by
+ * name, "per-table locks" below); a lost swap (another process, or a pointer move that does not take
  * the lock) re-runs the check and apply. CONFLICT only for a failed
  * requirement or a table that kept changing; IO only when the swap's outcome
  * is unknown. */
@@ -452,6 +452,20 @@ static void discard_written(fl_tablesvc_t *s, work_t *w, size_t n)
  * write.metadata.previous-versions-max) are deleted, as Iceberg's own catalogs do after
  * a commit. Only files of the table's warehouse; never the new file, the base's own or one
  * the new log keeps. A failed delete is logged (unreferenced-file removal finds it later). */
+/* Named as Iceberg names table metadata files (".metadata.json", also gzipped): a log entry
+ * naming anything else (a registered file's log can name any object of the warehouse, data
+ * files included) is never deleted for it. */
+static bool is_metadata_file(const char *p)
+{
+    static const char *const ends[] = { ".metadata.json", ".metadata.json.gz" };
+    size_t n = strlen(p);
+    for (size_t i = 0; i < 2; i++) {
+        size_t m = strlen(ends[i]);
+        if (n > m && !strcmp(p + n - m, ends[i])) return true;
+    }
+    return false;
+}
+
 static void prune_metadata_log(fl_tablesvc_t *s, const work_t *w)
 {
     json_t *props = json_object_get(w->next, "properties");
@@ -461,7 +475,7 @@ static void prune_metadata_log(fl_tablesvc_t *s, const work_t *w)
     size_t i, j;
     json_array_foreach(json_object_get(w->base->meta, "metadata-log"), i, x) {
         const char *p = json_string_value(json_object_get(x, "metadata-file"));
-        if (!p || !strcmp(p, w->loc) || !strcmp(p, w->row.metadata_location)) continue;
+        if (!p || !strcmp(p, w->loc) || !strcmp(p, w->row.metadata_location) || !is_metadata_file(p)) continue;
         bool keep = false;
         json_array_foreach(kept, j, y) {
             const char *q = json_string_value(json_object_get(y, "metadata-file"));
