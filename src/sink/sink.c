@@ -126,6 +126,7 @@ typedef struct sink {
     int64_t mem;                  /* memory the open batch's tables hold (Σ tbl_t.held) */
     int64_t inflight_mem;         /* ... and the batch handed to the committer held (until collected) */
     bool paused;                  /* the assignment is paused: memory over floe.memory.max-bytes */
+    uint64_t paused_at;           /* ... as it was after this many rebalances */
     json_t *kmeta_src, *kmeta_schema;     /* KafkaMetadataTransform: the last record schema and it transformed */
     int64_t fault_after_commits;  /* test fault point (FLOE_SINK_FAULT=after-table-commit:N), 0 off */
     int64_t fault_tx_refused;     /* test fault point (FLOE_SINK_FAULT=tx-refused:N): the Nth transaction
@@ -973,10 +974,12 @@ static bool over_memory(const sink_t *s)
 
 /* Pauses (on) or resumes every assigned partition. Paused, the consume loop
  * goes on polling (rebalances, the committer's progress) but takes no record:
- * back-pressure while memory is over the cap. Called again while over, so
- * that partitions assigned meanwhile are paused too. */
+ * back-pressure while memory is over the cap. Called again while over: after a
+ * rebalance it pauses the partitions assigned meanwhile, else it does nothing. */
 static void set_paused(sink_t *s, bool on)
 {
+    if (on && s->paused && s->paused_at == s->rebalances) return;
+    s->paused_at = s->rebalances;
     rd_kafka_topic_partition_list_t *l = NULL;
     if (!rd_kafka_assignment(s->rk, &l) && l) {
         rd_kafka_resp_err_t ke = on ? rd_kafka_pause_partitions(s->rk, l) : rd_kafka_resume_partitions(s->rk, l);
