@@ -32,10 +32,12 @@ struct fl_sink_metrics {
     _Atomic int64_t mem, mem_peak;
     _Atomic uint64_t mem_cuts, pauses;
     _Atomic int paused;
-    pthread_mutex_t mu;                              /* guards rk and held */
+    pthread_mutex_t mu;                              /* guards rk, held and slots */
     rd_kafka_t *rk;
     held_t *held;
     size_t n_held, cap_held;
+    uint32_t *slots;                                 /* open addressing over held: index + 1, 0 empty */
+    size_t n_slots;                                  /* a power of two, at least twice cap_held */
     fl_http_server_t *srv;
 };
 
@@ -88,21 +90,51 @@ void fl_sink_metrics_paused(fl_sink_metrics_t *m, bool on)
     if (on) atomic_fetch_add_explicit(&m->pauses, 1, memory_order_relaxed);
 }
 
+static size_t held_hash(const char *topic, int32_t partition)
+{
+    uint64_t h = 1469598103934665603ULL ^ (uint32_t)partition;
+    for (const unsigned char *c = (const unsigned char *)topic; *c; c++) h = (h ^ *c) * 1099511628211ULL;
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* The slot of (topic, partition): its entry's, or the empty one it would take. m->mu held. */
+static uint32_t *held_slot(const fl_sink_metrics_t *m, const char *topic, int32_t partition)
+{
+    size_t mask = m->n_slots - 1;
+    for (size_t i = held_hash(topic, partition) & mask;; i = (i + 1) & mask) {
+        uint32_t *s = &m->slots[i];
+        if (!*s || (m->held[*s - 1].partition == partition && !strcmp(m->held[*s - 1].topic, topic))) return s;
+    }
+}
+
+/* The next offset held for (topic, partition), -1 unknown. m->mu held. */
+static int64_t held_next(const fl_sink_metrics_t *m, const char *topic, int32_t partition)
+{
+    if (!m->n_held) return -1;
+    uint32_t *s = held_slot(m, topic, partition);
+    return *s ? m->held[*s - 1].next : -1;
+}
+
 void fl_sink_metrics_committed(fl_sink_metrics_t *m, const char *topic, int32_t partition, int64_t next)
 {
     pthread_mutex_lock(&m->mu);
-    size_t i = 0;
-    while (i < m->n_held && !(m->held[i].partition == partition && !strcmp(m->held[i].topic, topic))) i++;
-    if (i == m->n_held) {
+    uint32_t *s = m->n_slots ? held_slot(m, topic, partition) : NULL;
+    if (!s || !*s) {
         if (m->n_held >= FL_SINK_METRICS_MAX_PARTITIONS) goto out;   /* shown without it */
         if (m->n_held == m->cap_held) {
             m->cap_held = m->cap_held ? m->cap_held * 2 : 16;
             m->held = fl_realloc(m->held, m->cap_held * sizeof *m->held);
+            free(m->slots);
+            m->n_slots = m->cap_held * 2;
+            m->slots = fl_calloc(m->n_slots, sizeof *m->slots);
+            for (size_t i = 0; i < m->n_held; i++)
+                *held_slot(m, m->held[i].topic, m->held[i].partition) = (uint32_t)i + 1;
         }
-        m->held[i] = (held_t){ fl_strdup(topic), partition, -1 };
-        m->n_held++;
+        m->held[m->n_held] = (held_t){ fl_strdup(topic), partition, -1 };
+        s = held_slot(m, topic, partition);
+        *s = (uint32_t)++m->n_held;
     }
-    if (next > m->held[i].next) m->held[i].next = next;
+    if (next > m->held[*s - 1].next) m->held[*s - 1].next = next;
 out:
     pthread_mutex_unlock(&m->mu);
 }
@@ -115,13 +147,6 @@ void fl_sink_metrics_consumer(fl_sink_metrics_t *m, rd_kafka_t *rk)
 }
 
 /* ---- rendering ---- */
-
-static int64_t held_next(const fl_sink_metrics_t *m, const char *topic, int32_t partition)
-{
-    for (size_t i = 0; i < m->n_held; i++)
-        if (m->held[i].partition == partition && !strcmp(m->held[i].topic, topic)) return m->held[i].next;
-    return -1;
-}
 
 static fl_err_t counter(fl_buf_t *out, const char *name, const char *help, _Atomic uint64_t *v)
 {
@@ -203,26 +228,29 @@ static fl_err_t render_partitions(fl_sink_metrics_t *m, fl_buf_t *out)
         { "floe_sink_partition_lag", "Records in the partition not yet in the tables." },
         { "floe_sink_partition_consumer_lag", "Records in the partition not yet read." },
     };
+    /* each partition's five figures, once (-1: not known yet) */
+    int64_t (*v)[5] = fl_calloc(n ? (size_t)n : 1, sizeof *v);
+    for (int i = 0; i < n; i++) {
+        const rd_kafka_topic_partition_t *p = &l->elems[i];
+        int64_t lo = -1, hi = -1, pos = p->offset >= 0 ? p->offset : -1;
+        int64_t held = held_next(m, p->topic, p->partition);
+        rd_kafka_get_watermark_offsets(m->rk, p->topic, p->partition, &lo, &hi);
+        v[i][0] = pos;
+        v[i][1] = held;
+        v[i][2] = hi;
+        v[i][3] = hi >= 0 && held >= 0 ? (hi > held ? hi - held : 0) : -1;
+        v[i][4] = hi >= 0 && pos >= 0 ? (hi > pos ? hi - pos : 0) : -1;
+    }
     for (int f = 0; f < 5 && !e; f++) {
         e = fl_buf_printf(out, "# HELP %s %s\n# TYPE %s gauge\n", fam[f][0], fam[f][1], fam[f][0]);
         for (int i = 0; i < n && !e; i++) {
             const rd_kafka_topic_partition_t *p = &l->elems[i];
-            int64_t lo = -1, hi = -1, pos = p->offset >= 0 ? p->offset : -1;
-            int64_t held = held_next(m, p->topic, p->partition);
-            rd_kafka_get_watermark_offsets(m->rk, p->topic, p->partition, &lo, &hi);
-            int64_t v;
-            switch (f) {
-            case 0: v = pos; break;
-            case 1: v = held; break;
-            case 2: v = hi; break;
-            case 3: v = hi >= 0 && held >= 0 ? (hi > held ? hi - held : 0) : -1; break;
-            default: v = hi >= 0 && pos >= 0 ? (hi > pos ? hi - pos : 0) : -1; break;
-            }
-            if (v < 0) continue;   /* not known yet */
+            if (v[i][f] < 0) continue;
             e = fl_buf_printf(out, "%s{topic=\"%s\",partition=\"%d\"} %" PRId64 "\n", fam[f][0], p->topic,
-                              (int)p->partition, v);
+                              (int)p->partition, v[i][f]);
         }
     }
+    free(v);
     if (l) rd_kafka_topic_partition_list_destroy(l);
     return e;
 }
@@ -282,6 +310,7 @@ void fl_sink_metrics_free(fl_sink_metrics_t *m)
     fl_metrics_remove_source(render, m);
     for (size_t i = 0; i < m->n_held; i++) free(m->held[i].topic);
     free(m->held);
+    free(m->slots);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
