@@ -371,9 +371,11 @@ int fl_tablesvc_sweep(fl_tablesvc_t *s, int64_t created_before_ms)
         char wh[128];
         fl_table_t t;
         snprintf(wh, sizeof wh, "s3://%s", bs[i].name);
+        /* owned: a read, no claim (the usual case, every hour for every older table) */
+        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) != FL_ERR_NOT_FOUND) continue;
         char claim[37];
         if (fl_tablesvc_warehouse_claim(s, bs[i].name, FL_WAREHOUSE_SWEEP_LEASE_MS, claim)) continue;
-        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) == FL_ERR_NOT_FOUND) {
+        if (fl_catalog_table_get_by_warehouse(s->cfg.cat, wh, &t) == FL_ERR_NOT_FOUND) {   /* still, under the claim */
             purge_warehouse(s, bs[i].name);
             swept++;
         }
