@@ -206,30 +206,41 @@ def test_sigkill_under_write_load_is_consistent(private):
     written = {}  # key -> set of versions attempted
     lock = threading.Lock()
 
+    acked = []   # puts the server answered before the kill
+    errors = []  # failures before the kill: defects, not the crash
+
     def writer(t):
-        cl = make_client(srv.endpoint)
         v = 0
-        while not stop.is_set():
-            key = "w%d/k%d" % (t, v % 5)
-            v += 1
-            with lock:
-                written.setdefault(key, set()).add(v)
-            try:
+        try:
+            cl = make_client(srv.endpoint)
+            while not stop.is_set():
+                key = "w%d/k%d" % (t, v % 5)
+                v += 1
+                with lock:
+                    written.setdefault(key, set()).add(v)
                 if v % 7 == 0:
                     cl.delete_object(Bucket=b, Key=key)
                 else:
                     cl.put_object(Bucket=b, Key=key, Body=_body_for(key, v))
-            except Exception:  # noqa: BLE001 - the server is being killed
-                return
+                    acked.append(key)
+        except Exception as e:  # noqa: BLE001 - the server is being killed
+            if not stop.is_set():
+                errors.append(repr(e))
 
     ts = [threading.Thread(target=writer, args=(i,)) for i in range(8)]
     for t in ts:
         t.start()
-    time.sleep(2.0)
-    srv.kill()
+    # kill once the writers are well under way (a fixed 2 s was too short on a loaded machine)
+    deadline = time.monotonic() + 60
+    while len(acked) < 24 and time.monotonic() < deadline and not errors:
+        time.sleep(0.05)
+    time.sleep(0.5)
     stop.set()
+    srv.kill()
     for t in ts:
         t.join(30)
+    assert not errors, "writers failed before the kill: %s" % errors[:3]
+    assert len(acked) >= 24, "writers made no progress before the kill"
     srv.start()
     c = make_client(srv.endpoint)
     total = 0
