@@ -70,6 +70,9 @@ soak-sink: deps build
 demo: deps build
 	@bash tests/compat/demo.sh
 
+# benchmark servers take their ports from another range than the tests' (tests/free_port.py)
+bench bench-%: export FLOE_PORTS ?= 5000-14999
+
 bench: build
 	@bash bench/run.sh
 

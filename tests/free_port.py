@@ -6,7 +6,10 @@ server's own bind, a client connection (to Kafka, PostgreSQL, a floe node) may t
 the server fails with "Address already in use" (a Connect worker did so in CI). A random
 port below that range that binds now is only taken by another picker, which draws at random
 too. Used by the integration tests, tests/compat and scripts/pg-test-server.sh
-(`python3 tests/free_port.py` prints one)."""
+(`python3 tests/free_port.py` prints one). FLOE_PORTS="LOW-HIGH" picks from another range:
+the benchmarks take 5000-14999, so that they may run beside the tests without taking a
+port a test server gives up for a moment while it restarts."""
+import os
 import random
 import socket
 
@@ -23,9 +26,12 @@ def _ephemeral_low():
 
 def free_port():
     high = _ephemeral_low()
-    if high - LOW >= 1000:
+    low = LOW
+    if os.environ.get("FLOE_PORTS"):
+        low, high = (int(x) for x in os.environ["FLOE_PORTS"].split("-"))
+    if high - low >= 1000:
         for _ in range(200):
-            p = random.randrange(LOW, high)
+            p = random.randrange(low, high)
             with socket.socket() as s:
                 try:
                     s.bind(("127.0.0.1", p))
