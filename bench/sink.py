@@ -25,7 +25,7 @@ shape (the source document's events: ids, ISO timestamps, enums, plus a user id,
 and a short text of common words instead of the random payload, ~250 B), printed as its
 own table ("realistic events"). Env: REAL_N (N; 0 skips) N (300000)  PARTITIONS (6)  EVENT_BYTES (500)  COMMIT_MS (1000)  TASKS_MAX (2)
      ICEBERG_VERSION (1.10.1)  KAFKA_VERSION (3.9.2)  FLOE_BIN (build/floe)  SKIP_JVM=1
-     SINK_PERF=1 (perf record -g of floe sink into OUT/perf.data)  WIDE_PARTITIONS (1000; 0 skips)
+     SINK_PERF=1 (perf record of floe sink into OUT/perf.data; SINK_PERF_ARGS, default "-g")  WIDE_PARTITIONS (1000; 0 skips)
      WIDE_N (100000)  SINK_SET ("k=v;k=v" added to floe sink's configuration)  LAT_COMMIT_MS ("1000,200"; "" skips)  LAT_RATE (2000)  LAT_SECONDS (15)  LAT_POLL_MS (20)
 Output: the table on stdout; bench/out/sink-<stamp>/ keeps results.json and the logs.
 Everything listens on 127.0.0.1; the JVM side needs tests/compat/fetch.sh (run here)."""
@@ -43,6 +43,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests/integration"))
 os.environ.setdefault("FLOE_BIN", str(REPO / "build/floe"))
+os.environ.setdefault("FLOE_PORTS", "5000-14999")   # not the tests' range (tests/free_port.py)
 
 from conftest import ACCESS_KEY, REGION, SECRET_KEY, FloeServer, free_port  # noqa: E402
 from kafka_fixtures import KLIB, Broker  # noqa: E402
@@ -76,6 +77,10 @@ def log(*a):
 def cpu_s(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return (int(f[11]) + int(f[12])) / CLK
+
+
+def minflt(pid):
+    return int(open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()[7])
 
 
 def rss_mib(pid):
@@ -186,7 +191,7 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid, table="floe", n_want=Non
                          stdout=logf, stderr=subprocess.STDOUT)
     perf = None
     if os.environ.get("SINK_PERF"):   # profile floe sink: perf report -i OUT/perf.data
-        perf = subprocess.Popen(["perf", "record", "-g", "-o", str(OUT / ("perf.data" if table == "floe" else
+        perf = subprocess.Popen(["perf", "record"] + os.environ.get("SINK_PERF_ARGS", "-g").split() + ["-o", str(OUT / ("perf.data" if table == "floe" else
                                                                          "perf-%s.data" % table)), "-p", str(p.pid)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -194,17 +199,18 @@ def run_floe_sink(floe, arn, cat, ns, topic, serve_pid, table="floe", n_want=Non
         if perf:
             perf.send_signal(signal.SIGINT)
             perf.wait(60)
-        cpu, rss, serve = cpu_s(p.pid), rss_mib(p.pid), cpu_s(serve_pid) - s0
+        cpu, rss, serve, flt = cpu_s(p.pid), rss_mib(p.pid), cpu_s(serve_pid) - s0, minflt(p.pid)
     finally:
         p.terminate()
         p.wait(60)
         logf.close()
-    return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve}
+    return {"wall_s": t1 - t0, "cpu_s": cpu, "rss_mib": rss, "rows": n, "serve_cpu_s": serve, "minflt": flt}
 
 
 def start_floe_sink(floe, arn, ns, table, topic, commit_ms, name):
     doc = connector(floe, arn, name, topics=topic, **{
         "iceberg.tables": ns + "." + table, "iceberg.control.commit.interval-ms": str(commit_ms), "tasks.max": TASKS_MAX})
+    doc["config"].update(SINK_SET)
     cfg = OUT / (name + ".json")
     cfg.write_text(json.dumps(doc, indent=2))
     logf = open(OUT / (name + ".log"), "w")
@@ -289,7 +295,7 @@ def run_latency(floe, arn, cat, ns, commit_ms):
         time.sleep(3)   # the sink joins the group
         poller.start()
         pad = "x" * max(0, EVENT_BYTES - len(event(0, "")))
-        t_start = time.time()
+        c_start, t_start = cpu_s(proc.pid), time.time()
         i = 0
         while time.time() - t_start < LAT_SECONDS:
             due = t_start + i / LAT_RATE
@@ -303,6 +309,7 @@ def run_latency(floe, arn, cat, ns, commit_ms):
             prod.poll(0)
             i += 1
         prod.flush(60)
+        cpu = (cpu_s(proc.pid) - c_start) / (time.time() - t_start)
         end = time.time() + 30
         while time.time() < end:
             if seen and all(seen[-1][1].get(p_, -1) > o for (p_, o) in sent):
@@ -320,7 +327,7 @@ def run_latency(floe, arn, cat, ns, commit_ms):
     lat.sort()
     pct = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
     return {"commit_ms": commit_ms, "events": len(lat), "p50_s": pct(0.50), "p99_s": pct(0.99), "max_s": lat[-1],
-            "snapshots": len(seen), "poll_ms": LAT_POLL_MS}
+            "snapshots": len(seen), "poll_ms": LAT_POLL_MS, "rate": LAT_RATE, "cpu_share": cpu}
 
 
 def start_connect():
@@ -455,6 +462,7 @@ def main():
             ("MiB/s per CPU-second", lambda r: mib / r["cpu_s"], "%.1f"),
             ("records/s per CPU-second", lambda r: N / r["cpu_s"], "%.0f"),
             ("peak RSS MiB (VmHWM)", lambda r: r["rss_mib"], "%.0f"),
+            ("minor page faults per MiB", lambda r: r.get("minflt", 0) / mib, "%.0f"),
             ("floe serve CPU s in window", lambda r: r["serve_cpu_s"], "%.1f")]
     print("floe sink vs Kafka Connect Iceberg sink %s: %d random-payload events (base64 of random bytes), %.1f MiB JSON, %d partitions, commits every %s ms, "
           "tasks.max %s, %d cores, load at start %s" % (ICEBERG_VERSION, N, mib, PARTITIONS, COMMIT_MS, TASKS_MAX,
@@ -471,7 +479,8 @@ def main():
               "%.0f B each, commits every %s ms)" % (REAL_N, mr, res["real_bytes"] / REAL_N, COMMIT_MS))
         for name, v, fmt in [("records/s (wall)", REAL_N / r["wall_s"], "%.0f"), ("MiB/s of JSON (wall)", mr / r["wall_s"], "%.1f"),
                              ("CPU seconds (sink process)", r["cpu_s"], "%.2f"), ("MiB/s per CPU-second", mr / r["cpu_s"], "%.1f"),
-                             ("records/s per CPU-second", REAL_N / r["cpu_s"], "%.0f"), ("peak RSS MiB (VmHWM)", r["rss_mib"], "%.0f")]:
+                             ("records/s per CPU-second", REAL_N / r["cpu_s"], "%.0f"), ("peak RSS MiB (VmHWM)", r["rss_mib"], "%.0f"),
+                             ("minor page faults per MiB", r.get("minflt", 0) / mr, "%.0f")]:
             print("%-30s %12s" % (name, fmt % v))
     if "floe_wide" in res:
         w = res["floe_wide"]
@@ -480,9 +489,9 @@ def main():
     for k in sorted(k for k in res if k.startswith("floe_lat")):
         r = res[k]
         print("floe sink event-to-queryable latency at %d ms commits: p50 %.0f ms, p99 %.0f ms, max %.0f ms "
-              "(%d events at %d/s, %d snapshots, table polled every %d ms)" % (
+              "(%d events at %d/s, %d snapshots, table polled every %d ms; sink CPU meanwhile %.1f%% of a core)" % (
                   r["commit_ms"], r["p50_s"] * 1000, r["p99_s"] * 1000, r["max_s"] * 1000, r["events"], LAT_RATE,
-                  r["snapshots"], r["poll_ms"]))
+                  r["snapshots"], r["poll_ms"], 100 * r["cpu_share"]))
     print("(results and logs: %s)" % OUT)
 
 

@@ -118,6 +118,8 @@
 #define FL_SINK_ROW_GROUP_BYTES    (8 * 1024 * 1024)  /* cap on a Parquet row group the sink buffers per open file */
 #define FL_SINK_KAFKA_QUEUED_KB    "8192"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions; bench/README.md) */
 #define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
+#define FL_SINK_KAFKA_FETCH_MIN_BYTES "1048576"     /* librdkafka fetch.min.bytes: the broker holds a fetch until this much ... */
+#define FL_SINK_KAFKA_FETCH_WAIT_DIV 10              /* ... or a tenth of the commit interval (10-500 ms) */
 #define FL_SINK_KAFKA_QUEUE_BACKOFF_MS "20"          /* librdkafka fetch.queue.backoff.ms (2.1+) */
 #define FL_SINK_MEMORY_DEFAULT     (128LL * 1024 * 1024) /* floe.memory.max-bytes when not set */
 #define FL_SINK_BATCH_BYTES        (4 * 1024 * 1024)  /* ... or value bytes, whichever first */
