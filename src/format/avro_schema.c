@@ -281,3 +281,17 @@ fl_err_t fl_avro_skip_value(const fl_avro_schema_t *s, fl_avro_dec_t *d, int32_t
     if (n < 0 || n >= s->n) return FL_ERR_INVALID;
     return skip_rec(s, d, n, items, 0);
 }
+
+fl_err_t fl_avro_follow_union(const fl_avro_schema_t *s, fl_avro_dec_t *d, int32_t *n, bool *null)
+{
+    *null = false;
+    for (int i = 0; s->nodes[*n].kind == FL_AVRO_T_UNION; i++) {
+        int64_t br;
+        if (i > 4) return FL_ERR_INVALID;
+        fl_err_t e = fl_avro_get_union(d, s->nodes[*n].n, &br);
+        if (e) return e;
+        *n = s->nodes[*n].sub[br];
+    }
+    *null = s->nodes[*n].kind == FL_AVRO_T_NULL;
+    return FL_OK;
+}

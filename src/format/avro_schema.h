@@ -76,4 +76,9 @@ void fl_avro_schema_free(fl_avro_schema_t *s);
  * caller's budget, checked against 4 * FL_AVRO_MAX_ITEMS). */
 fl_err_t fl_avro_skip_value(const fl_avro_schema_t *s, fl_avro_dec_t *d, int32_t n, int64_t *items);
 
+/* Follows the unions at node *n in a datum: reads each branch index from d and
+ * sets *n to the branch taken (unions nested at most 4 deep); *null when it is
+ * "null". FL_ERR_INVALID for a branch out of range. */
+fl_err_t fl_avro_follow_union(const fl_avro_schema_t *s, fl_avro_dec_t *d, int32_t *n, bool *null);
+
 #endif

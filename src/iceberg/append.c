@@ -63,6 +63,7 @@ struct fl_appender {
     uint64_t tick;
     fl_data_file_t *files;      /* closed and uploaded since the last commit */
     size_t n_files, cap_files;
+    size_t n_adopted;           /* files[0, n_adopted) came from fl_append_add_files: never deleted here */
     int64_t rows;
     char write_uuid[37];
     uint64_t file_counter;
@@ -921,7 +922,7 @@ static bool committed_after_all(fl_appender_t *a, int64_t sid)
 static void forget_files(fl_appender_t *a)
 {
     for (size_t i = 0; i < a->n_files; i++) fl_data_file_free(&a->files[i]);
-    a->n_files = 0;
+    a->n_files = a->n_adopted = 0;
     a->rows = 0;
 }
 
@@ -1177,7 +1178,7 @@ fl_err_t fl_append_take_files(fl_appender_t *a, fl_data_file_t **files, size_t *
     *files = a->files;
     *n = a->n_files;
     a->files = NULL;
-    a->n_files = a->cap_files = 0;
+    a->n_files = a->cap_files = a->n_adopted = 0;
     a->rows = 0;
     return FL_OK;
 }
@@ -1199,11 +1200,34 @@ void fl_append_abort(fl_appender_t *a)
     a->open = NULL;
     a->n_open = 0;
     for (size_t i = 0; i < a->n_files; i++) {
-        a->ops.del(a->ops.ctx, a->files[i].file_path);
+        if (i >= a->n_adopted) a->ops.del(a->ops.ctx, a->files[i].file_path);
         fl_data_file_free(&a->files[i]);
     }
-    a->n_files = 0;
+    a->n_files = a->n_adopted = 0;
     a->rows = 0;
+}
+
+fl_err_t fl_append_add_files(fl_appender_t *a, fl_data_file_t *files, size_t n, char *err, size_t errlen)
+{
+    bool written = a->n_files > a->n_adopted || a->job;
+    for (size_t i = 0; i < a->n_open; i++) written = written || (a->open[i] && a->open[i]->rows);
+    if (written) return fl_err_fmt(err, errlen, FL_ERR_INVALID, "data files are added before anything is written");
+    for (size_t i = 0; i < n; i++) {
+        const fl_data_file_t *f = &files[i];
+        if (f->content != 0 || f->n_partition != a->spec.n_fields || f->record_count < 0 || f->file_size_in_bytes < 0 ||
+            !f->file_path || !f->file_format)
+            return fl_err_fmt(err, errlen, FL_ERR_INVALID,
+                              "data file %s does not fit the table (content %d, %zu partition values for %zu "
+                              "partition fields)", f->file_path ? f->file_path : "(no path)", (int)f->content,
+                              f->n_partition, a->spec.n_fields);
+    }
+    for (size_t i = 0; i < n; i++) {
+        add_file(a, &files[i]);
+        a->rows += files[i].record_count;
+        memset(&files[i], 0, sizeof files[i]);
+    }
+    a->n_adopted = a->n_files;
+    return FL_OK;
 }
 
 void fl_append_free(fl_appender_t *a)

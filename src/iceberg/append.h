@@ -165,6 +165,12 @@ fl_err_t fl_append_take_files(fl_appender_t *a, struct fl_data_file **files, siz
  * written stays valid, as after a re-base. Neither may be in use on another
  * thread meanwhile. False (nothing changed) for another table. */
 bool fl_append_adopt_base(fl_appender_t *a, const fl_appender_t *from);
+/* Adds n data files already in storage (written by another writer, e.g. announced by the
+ * Kafka Connect sink on its control topic and never committed) to the next commit, before
+ * anything is written: files[i] are moved out (zeroed). They must be data files of the
+ * table's default partition spec (FL_ERR_INVALID, nothing taken, otherwise). A failed or
+ * dropped commit leaves them in storage: they are never deleted here. */
+fl_err_t fl_append_add_files(fl_appender_t *a, struct fl_data_file *files, size_t n, char *err, size_t errlen);
 /* Drop what was written since the last commit (deletes the uploaded files). */
 void fl_append_abort(fl_appender_t *a);
 void fl_append_free(fl_appender_t *a);

@@ -1028,19 +1028,7 @@ typedef struct rd {
 #define RERR(...) do { if (r->err && r->errlen) snprintf(r->err, r->errlen, __VA_ARGS__); } while (0)
 
 /* Follow unions: *n becomes the branch taken; *null when it is "null". */
-static fl_err_t unwrap(rd_t *r, int32_t *n, bool *null)
-{
-    *null = false;
-    for (int i = 0; r->p->nodes[*n].kind == FL_AVRO_T_UNION; i++) {
-        int64_t br;
-        if (i > 4) return FL_ERR_INVALID;
-        fl_err_t e = fl_avro_get_union(&r->d, r->p->nodes[*n].n, &br);
-        if (e) return e;
-        *n = r->p->nodes[*n].sub[br];
-    }
-    *null = r->p->nodes[*n].kind == FL_AVRO_T_NULL;
-    return FL_OK;
-}
+static fl_err_t unwrap(rd_t *r, int32_t *n, bool *null) { return fl_avro_follow_union(r->p, &r->d, n, null); }
 
 static fl_err_t get_long_v(rd_t *r, int32_t n, bool *has, int64_t *v)
 {
@@ -1594,6 +1582,17 @@ static fl_err_t read_data_file(mread_t *m, int32_t n, fl_data_file_t *f)
     if (!e) e = build_metrics(m, f);
     if (!e && !f->file_path) e = FL_ERR_INVALID;
     if (!e && !f->file_format) f->file_format = fl_strdup("PARQUET");
+    return e;
+}
+
+fl_err_t fl_data_file_decode(const fl_avro_schema_t *p, int32_t n, fl_avro_dec_t *d, int64_t *items,
+                             fl_data_file_t *f)
+{
+    mread_t m = { .r = { .p = (fl_avro_schema_t *)p, .d = *d, .items = *items } };
+    fl_err_t e = read_data_file(&m, n, f);
+    *d = m.r.d;
+    *items = m.r.items;
+    free(m.kv);
     return e;
 }
 

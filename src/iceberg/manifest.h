@@ -48,6 +48,14 @@ typedef struct fl_data_file {
 void fl_data_file_free(fl_data_file_t *f);
 /* Set partition value i to a copy of v (bytes copied). */
 void fl_data_file_set_partition(fl_data_file_t *f, size_t i, const fl_ice_value_t *v);
+/* One Iceberg data_file record (the manifest's field ids 100, 101, ...) at node n of p,
+ * read from d into f (zeroed by the caller; freed with fl_data_file_free either way);
+ * *items is the caller's array/map item budget (fl_avro_skip_value). The Kafka Connect
+ * sink's control-topic events carry data files in this form too. FL_ERR_INVALID for
+ * a malformed datum or one without file_path. */
+struct fl_avro_schema;
+fl_err_t fl_data_file_decode(const struct fl_avro_schema *p, int32_t n, fl_avro_dec_t *d, int64_t *items,
+                             fl_data_file_t *f);
 
 /* manifest_entry */
 typedef struct fl_manifest_entry {

@@ -93,7 +93,7 @@ static const key_rule_t RULES[] = {
     { "iceberg.control.commit.timeout-ms", K_NOTE, "floe sink has no coordinator to wait for" },
     { "iceberg.control.commit.threads", K_NOTE, "tables are committed in turn" },
     { "iceberg.control.commit.max-consecutive-failures", K_NOTE, "a failed commit re-reads the batch and retries" },
-    { "iceberg.control.topic", K_NOTE, "floe sink keeps its offsets in the snapshot summaries, without a control topic" },
+    { "iceberg.control.topic", K_USE, NULL },  /* read once per table, to take it over from the Java sink (sink/handoff.h) */
     { "iceberg.control.group-id-prefix", K_NOTE, "floe sink has no control topic" },
     { "iceberg.control.group-id", K_NO, "a Tabular-sink key: use group.id or iceberg.connect.group-id" },
     { "iceberg.coordinator.transactional.prefix", K_NOTE, "floe sink uses no Kafka transactions" },

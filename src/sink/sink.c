@@ -23,6 +23,7 @@
 #include "iceberg/rest_client.h"
 #include "iceberg/rest_ops.h"
 #include "sink/convert.h"
+#include "sink/handoff.h"
 #include "sink/registry.h"
 
 #define KAFKA_TIMEOUT_MS 30000
@@ -367,6 +368,106 @@ static fl_err_t auto_create(sink_t *s, tbl_t *t, json_t *value, json_t *schema, 
     return FL_OK;
 }
 
+static fl_err_t kafka_conf(json_t *props, rd_kafka_conf_t *conf, char *err, size_t errlen);
+
+/* The value of summary key in the nearest snapshot from id back that has it (borrowed), or NULL. */
+static const char *summary_back(json_t *md, int64_t id, const char *key)
+{
+    for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
+        json_t *sn = find_snapshot(md, id);
+        if (!sn) return NULL;
+        const char *v = json_string_value(json_object_get(json_object_get(sn, "summary"), key));
+        if (v) return v;
+        json_t *pp = json_object_get(sn, "parent-snapshot-id");
+        id = json_is_integer(pp) ? (int64_t)json_integer_value(pp) : -1;
+    }
+    return NULL;
+}
+
+typedef struct takeover {
+    const char *key, *was, *now, *ours; /* the Java sink's summary key: read before, to write; our offsets key */
+} takeover_t;
+
+/* The takeover commits only on the table state its control-topic read started from: two
+ * members opening the table at once would otherwise both commit the same files. */
+static fl_err_t takeover_summary(void *arg, json_t *md, json_t *parent, json_t *summary, char *err, size_t errlen)
+{
+    const takeover_t *tk = arg;
+    int64_t pid = parent && json_is_integer(json_object_get(parent, "snapshot-id"))
+                      ? (int64_t)json_integer_value(json_object_get(parent, "snapshot-id")) : -1;
+    const char *v = summary_back(md, pid, tk->key);
+    if (!v || strcmp(v, tk->was) || summary_back(md, pid, tk->ours))
+        return fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "the table moved on meanwhile (another member took it over?)");
+    json_object_set_new(summary, tk->key, json_string(tk->now));
+    return FL_OK;
+}
+
+/* Before floe sink first commits to a table the Kafka Connect Iceberg sink committed to
+ * (its kafka.connect.offsets.<control-topic>.<group> summary key, and no floe.offsets of
+ * ours): the data files that sink announced on its control topic and did not commit are
+ * committed now, in their own snapshot (sink/handoff.h). */
+static fl_err_t take_over(sink_t *s, tbl_t *t, char *err, size_t errlen)
+{
+    const fl_sink_config_t *c = s->cfg;
+    const char *topic = fl_sink_config_get(c, "iceberg.control.topic");
+    const char *jg = fl_sink_config_get(c, "iceberg.connect.group-id");
+    if (!topic) topic = "control-iceberg";
+    fl_buf_t key, group;
+    fl_buf_init(&key, 0);
+    fl_buf_init(&group, 0);
+    if (jg) fl_buf_adds(&group, jg);
+    else fl_buf_printf(&group, "connect-%s", c->name);
+    fl_buf_printf(&key, "kafka.connect.offsets.%s.%s", topic, group.ptr);
+    json_t *md = fl_append_metadata(t->ap);
+    const char *v = summary_back(md, main_snapshot(md), key.ptr);
+    fl_err_t e = FL_OK;
+    json_t *from = v ? json_loads(v, 0, NULL) : NULL;
+    if (!json_is_object(from)) goto out; /* not a table the Java sink committed to */
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    char hg[512];
+    snprintf(hg, sizeof hg, "%s-floe-takeover", s->cfg->group_id);
+    if ((e = kafka_conf(c->consumer, conf, err, errlen))) {
+        rd_kafka_conf_destroy(conf);
+        goto out;
+    }
+    rd_kafka_conf_set(conf, "group.id", hg, NULL, 0);
+    const char *loc = json_string_value(json_object_get(md, "location"));
+    fl_sink_handoff_t h;
+    char herr[1024] = "";
+    if ((e = fl_sink_handoff_read(conf, topic, from, group.ptr, t->name, loc ? loc : "", &h, herr, sizeof herr))) {
+        e = fl_err_fmt(err, errlen, e, "taking table %s over from the Kafka Connect sink: %s", t->name, herr);
+        goto out;
+    }
+    if (h.n_files) {
+        char *offs = json_dumps(h.offsets, JSON_COMPACT | JSON_SORT_KEYS);
+        char *was = fl_strdup(v); /* md (and v in it) is replaced when the commit re-bases */
+        takeover_t tk = { .key = key.ptr, .was = was, .now = offs, .ours = s->key };
+        int64_t snap = -1;
+        size_t n = h.n_files;
+        if (!(e = fl_append_add_files(t->ap, h.files, h.n_files, herr, sizeof herr)))
+            e = fl_append_commit_fn(t->ap, takeover_summary, &tk, &snap, herr, sizeof herr);
+        if (e == FL_ERR_CONFLICT) {
+            fl_info("sink: table %s: not taken over from the Kafka Connect sink here: %s", t->name, herr);
+            e = FL_OK;
+        } else if (e) {
+            fl_err_fmt(err, errlen, e, "taking table %s over from the Kafka Connect sink: %s", t->name, herr);
+        } else {
+            fl_info("sink: table %s: committed %zu data files (%zu events) the Kafka Connect sink had announced on "
+                    "%s and not committed, snapshot %" PRId64, t->name, n, h.events, topic, snap);
+        }
+        free(was);
+        free(offs);
+    } else {
+        fl_info("sink: table %s: the Kafka Connect sink left no uncommitted data files on %s", t->name, topic);
+    }
+    fl_sink_handoff_free(&h);
+out:
+    json_decref(from);
+    fl_buf_free(&key);
+    fl_buf_free(&group);
+    return e;
+}
+
 /* The open table named name, opening (and, when allowed, creating) it. NULL
  * with *e set when it cannot be: FL_ERR_NOT_FOUND / FL_ERR_INVALID are the
  * record's fault, anything else the catalog's. */
@@ -434,6 +535,7 @@ static tbl_t *table_get(sink_t *s, const char *name, json_t *value, json_t *sche
     if (cut && !json_object_size(t->offsets))
         fl_warn("sink: table %s has no %s in its retained history (expired after a rewrite that did not carry "
                 "it?): its records are resumed from the Kafka group offsets", name, s->key);
+    if (!json_object_size(t->offsets) && (*e = take_over(s, t, err, errlen))) goto fail;
     fl_vec_init(&t->batch, fl_append_schema(t->ap));
     s->retry_ms = 0;
     s->offsets_gen++;

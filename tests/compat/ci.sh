@@ -4,7 +4,8 @@
 # 1.10.1/when_required run signs as an assumed IAM role's temporary credentials, least
 # privilege: SCENARIO=iam-role, and the 1.12.0/when_required run streams into 3 floe nodes
 # on PostgreSQL behind HAProxy: SCENARIO=cluster, both at no extra run), plus the kill and auto-create/evolve
-# scenarios once each, then a short streaming soak
+# scenarios once each, the takeover of a table from the JVM sink by floe sink (sink_handoff.py),
+# then a short streaming soak
 # (soak.py, CI_SOAK_SECONDS=45; `make soak` runs it for 10 minutes). `make compat` runs the
 # full matrix of all.sh (100,000 events, every scenario in every configuration).
 set -uo pipefail
@@ -26,6 +27,17 @@ for combo in $COMBOS; do
     tail -40 "/tmp/floe-compat-$iv-$cs-$sc.log"
   fi
 done
+# a table filled by the JVM sink, with commits refused at the end (files announced on its control
+# topic, never committed), then continued by floe sink from the same group: no gap, no duplicate
+t0=$(date +%s)
+echo "=== sink-handoff (N1=10000 NP=3000 N2=10000)"
+if N1=10000 NP=3000 N2=10000 "$HERE/../../.venv/bin/python" "$HERE/sink_handoff.py" >/tmp/floe-compat-handoff.log 2>&1; then
+  pass=$((pass+1)); echo "=== sink-handoff: PASS in $(( $(date +%s) - t0 ))s"
+else
+  fail=$((fail+1)); failed+=("sink-handoff")
+  echo "=== sink-handoff: FAIL in $(( $(date +%s) - t0 ))s; last lines:"
+  grep -v '^%' /tmp/floe-compat-handoff.log | tail -40
+fi
 # the streaming soak of issue 10, short: Connect + floe append writers into partitioned tables with
 # maintenance on; bounds checked on a plateau, latencies with generous factors (a loaded 2-core CI)
 if [ "${CI_SOAK_SECONDS:-45}" != 0 ]; then
