@@ -116,13 +116,15 @@
 #define FL_SINK_MAX_CONFIG_BYTES   (1024 * 1024)      /* the connector configuration file */
 #define FL_SINK_DIRECT_MAX_COLUMNS 256               /* top-level columns the direct record path handles */
 #define FL_SINK_ROW_GROUP_BYTES    (8 * 1024 * 1024)  /* cap on a Parquet row group the sink buffers per open file */
-#define FL_SINK_KAFKA_QUEUED_KB    "8192"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions; bench/README.md) */
-#define FL_SINK_KAFKA_FETCH_BYTES  "2097152"          /* librdkafka fetch.max.bytes (one fetch answer) */
+#define FL_SINK_KAFKA_QUEUED_KB    "4096"             /* librdkafka queued.max.messages.kbytes (prefetch, all partitions; bench/README.md) */
+#define FL_SINK_KAFKA_FETCH_BYTES  "1048576"          /* librdkafka fetch.max.bytes (one fetch answer, compressed: x10 and more once unpacked) */
 #define FL_SINK_KAFKA_FETCH_MIN_BYTES "1048576"     /* librdkafka fetch.min.bytes: the broker holds a fetch until this much ... */
 #define FL_SINK_KAFKA_FETCH_WAIT_DIV 10              /* ... or a tenth of the commit interval (10-500 ms) */
 #define FL_SINK_HANDOFF_MAX_SCHEMA (1024 * 1024)       /* a Kafka Connect control event's Avro schema */
 #define FL_SINK_HANDOFF_MAX_REF    4096               /* ... its table reference, joined */
 #define FL_SINK_HANDOFF_TIMEOUT_MS 60000              /* reading the control topic to its end */
+#define FL_SINK_KICK_EVERY_MS      20                 /* librdkafka < 2.1: a drained prefetch refetched at most this often ... */
+#define FL_SINK_KICK_WINDOW_MS     200                /* ... while a full poll was this recent (sink.c kick_fetcher) */
 #define FL_SINK_KAFKA_QUEUE_BACKOFF_MS "20"          /* librdkafka fetch.queue.backoff.ms (2.1+) */
 #define FL_SINK_MEMORY_DEFAULT     (128LL * 1024 * 1024) /* floe.memory.max-bytes when not set */
 #define FL_SINK_BATCH_BYTES        (4 * 1024 * 1024)  /* ... or value bytes, whichever first */

@@ -117,6 +117,9 @@ typedef struct sink {
     size_t last_tp;             /* index of the partition of the last record (records come in runs) */
     uint64_t offsets_gen;       /* bumped whenever a table's offsets map may change */
     uint64_t seeks;             /* bumped by every seek_all: records polled before it, of a partition it moved, are stale */
+    int64_t full_poll_ms;       /* when a poll last found a full array queued (a backlog being read) */
+    int64_t kick_ms;            /* when the fetcher was last woken (kick_fetcher) */
+    size_t kick_tp;             /* the partition it asked about, round robin */
     uint64_t rebalances;        /* bumped by every rebalance callback */
     bool fatal;                 /* stop without committing */
     bool rewound;               /* the batch was dropped while a record was being processed */
@@ -1043,6 +1046,23 @@ static bool committer_free(sink_t *s)
     return f;
 }
 
+/* librdkafka before 2.1 looks at a partition whose prefetch was full again only when its broker
+ * thread next wakes, about a second later (2.1 added fetch.queue.backoff.ms for this wait), so a
+ * backlog drained at one prefetch a second. Any request through that thread wakes it, and it then
+ * finds the drained queue fetchable: while a backlog is being read (a full poll in the last 200 ms)
+ * and the queue runs dry, the sink asks for a partition's watermarks (one small request), at most
+ * every 20 ms, round robin over the partitions it reads (so each broker's thread in turn). */
+static void kick_fetcher(sink_t *s)
+{
+    if (rd_kafka_version() >= 0x020100ff || s->paused || !s->n_tps) return;
+    int64_t now = fl_mono_ms();
+    if (now - s->full_poll_ms > FL_SINK_KICK_WINDOW_MS || now - s->kick_ms < FL_SINK_KICK_EVERY_MS) return;
+    s->kick_ms = now;
+    const tp_t *p = &s->tps[s->kick_tp++ % s->n_tps];
+    int64_t lo, hi;
+    rd_kafka_query_watermark_offsets(s->rk, p->topic, p->partition, &lo, &hi, FL_SINK_KICK_EVERY_MS);
+}
+
 /* Milliseconds until the open batch is due (0: now). A batch is cut when
  * its first record is commit-interval old less the recent commits' duration
  * and a twentieth of the interval (at most half the interval), so that it is queryable about one interval
@@ -1537,6 +1557,16 @@ static fl_err_t kafka_conf(json_t *props, rd_kafka_conf_t *conf, char *err, size
     return FL_OK;
 }
 
+/* A fetch.max.bytes set below the sink's fetch.min.bytes lowers the latter with it
+ * (librdkafka refuses a minimum above the maximum). */
+static void clamp_fetch_min(rd_kafka_conf_t *conf)
+{
+    char mn[32] = "", mx[32] = "";
+    size_t a = sizeof mn, b = sizeof mx;
+    if (rd_kafka_conf_get(conf, "fetch.min.bytes", mn, &a) || rd_kafka_conf_get(conf, "fetch.max.bytes", mx, &b)) return;
+    if (atoll(mn) > atoll(mx)) rd_kafka_conf_set(conf, "fetch.min.bytes", mx, NULL, 0);
+}
+
 static fl_err_t connect_catalog(sink_t *s, char *err, size_t errlen)
 {
     const fl_sink_config_t *c = s->cfg;
@@ -1666,6 +1696,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     rd_kafka_conf_set(conf, "fetch.wait.max.ms", wait_ms, NULL, 0);
     rd_kafka_conf_set(conf, "fetch.min.bytes", FL_SINK_KAFKA_FETCH_MIN_BYTES, NULL, 0);
     if ((e = kafka_conf(cfg->consumer, conf, err, errlen))) goto out;
+    clamp_fetch_min(conf);
     rd_kafka_conf_set(conf, "enable.auto.commit", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.auto.offset.store", "false", NULL, 0);
     rd_kafka_conf_set(conf, "enable.partition.eof", "false", NULL, 0);
@@ -1717,6 +1748,8 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
         /* what is queued, without waiting (a batch poll with a time-out waits until the array is full) */
         uint64_t seeks0 = s.seeks, rebal0 = s.rebalances;
         ssize_t n = rd_kafka_consume_batch_queue(cq, 0, msgs, FL_SINK_POLL_BATCH);
+        if (n == FL_SINK_POLL_BATCH) s.full_poll_ms = fl_mono_ms();
+        if (n <= 0) kick_fetcher(&s);
         if (n <= 0) {   /* nothing: wait for one record (rebalances are served first, so it is current) */
             msgs[0] = rd_kafka_consumer_poll(s.rk, timeout);
             n = msgs[0] ? 1 : 0;
