@@ -462,7 +462,7 @@ def main():
             ("MiB/s per CPU-second", lambda r: mib / r["cpu_s"], "%.1f"),
             ("records/s per CPU-second", lambda r: N / r["cpu_s"], "%.0f"),
             ("peak RSS MiB (VmHWM)", lambda r: r["rss_mib"], "%.0f"),
-            ("minor page faults per MiB", lambda r: r.get("minflt", 0) / mib, "%.0f"),
+            ("minor page faults per MiB", lambda r: r["minflt"] / mib if "minflt" in r else None, "%.0f"),
             ("floe serve CPU s in window", lambda r: r["serve_cpu_s"], "%.1f")]
     print("floe sink vs Kafka Connect Iceberg sink %s: %d random-payload events (base64 of random bytes), %.1f MiB JSON, %d partitions, commits every %s ms, "
           "tasks.max %s, %d cores, load at start %s" % (ICEBERG_VERSION, N, mib, PARTITIONS, COMMIT_MS, TASKS_MAX,
@@ -470,7 +470,7 @@ def main():
     print("%-30s %12s %12s %8s" % ("figure", "floe sink", "JVM sink", "ratio"))
     for name, f, fmt in rows:
         a = f(res["floe"])
-        b = f(res["jvm"]) if "jvm" in res else None
+        b = f(res["jvm"]) if "jvm" in res else None   # None also where the JVM sink has no such figure
         ratio = "%.2f" % (a / b) if b else "-"
         print("%-30s %12s %12s %8s" % (name, fmt % a, fmt % b if b is not None else "-", ratio))
     if "floe_real" in res:
