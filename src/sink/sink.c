@@ -408,7 +408,9 @@ static fl_err_t takeover_summary(void *arg, json_t *md, json_t *parent, json_t *
 /* Before floe sink first commits to a table the Kafka Connect Iceberg sink committed to
  * (its kafka.connect.offsets.<control-topic>.<group> summary key, and no floe.offsets of
  * ours): the data files that sink announced on its control topic and did not commit are
- * committed now, in their own snapshot (sink/handoff.h). */
+ * committed now, in their own snapshot (sink/handoff.h). Fails with FL_ERR_IO and the like
+ * when Kafka or the catalog cannot be reached (the sink waits and tries again), else with
+ * FL_ERR_PRECONDITION or FL_ERR_CONFLICT, which stop the sink. */
 static fl_err_t take_over(sink_t *s, tbl_t *t, char *err, size_t errlen)
 {
     const fl_sink_config_t *c = s->cfg;
@@ -468,7 +470,9 @@ out:
     json_decref(from);
     fl_buf_free(&key);
     fl_buf_free(&group);
-    return e;
+    /* not a record's fault: a failure here stops the sink (or, unreachable, is waited out),
+     * never sends the record that opened the table to the dead-letter topic */
+    return e == FL_ERR_INVALID || e == FL_ERR_NOT_FOUND ? FL_ERR_PRECONDITION : e;
 }
 
 /* The open table named name, opening (and, when allowed, creating) it. NULL

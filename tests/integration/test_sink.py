@@ -609,3 +609,39 @@ def test_memory_cap_cuts_batches_and_pauses(tmp_path, floe, table_bucket, rest_c
     assert m["floe_sink_pauses_total"] >= 1, m
     assert m["floe_sink_memory_peak_bytes"] <= 2 * cap, m
     assert m["floe_sink_rows_committed_total"] == n
+
+
+def test_takeover_stops_on_what_it_cannot_carry_on(tmp_path, floe, table_bucket, rest_catalog, kafka):  # noqa: F811
+    """A table the Java sink committed to (its kafka.connect.offsets.<control-topic>.<group> key)
+    whose control topic holds, past that key's offsets, first a record that is no Iceberg control
+    event, then (another control topic) a DATA_WRITTEN event the Java sink 1.10.1 wrote for a table
+    of that name in another warehouse (tests/fuzz/corpus/handoff): floe sink stops each time with
+    the reason, even with errors.tolerance=all (a takeover failure is no record's fault: nothing
+    goes to the dead-letter topic), and commits nothing."""
+    import pyarrow as pa
+    ns, topic, dlq = "handoff", "ho-" + uuid.uuid4().hex[:6], "hodlq-" + uuid.uuid4().hex[:6]
+    tbl = make_events_table(rest_catalog, ns, "events")
+    for t in (topic, dlq):
+        kafka.create_topic(t, 1)
+    seed = os.path.join(os.path.dirname(__file__), "..", "fuzz", "corpus", "handoff", "java-1.10.1-0-2.bin")
+    cases = [("ctl-" + uuid.uuid4().hex[:6], b"not an Iceberg control event", "not an Iceberg control event"),
+             ("ctl-" + uuid.uuid4().hex[:6], open(seed, "rb").read(), "outside the table's location")]
+    kafka.produce(topic, [json.dumps({"id": i}) for i in range(3)])
+    for k, (ctl, event, why) in enumerate(cases):
+        kafka.create_topic(ctl, 1)
+        kafka.produce(ctl, [event])
+        tbl.append(pa.table({"id": pa.array([k], pa.int64()), "name": pa.array([None], pa.string()),
+                             "ts": pa.array([None], pa.timestamp("us", tz="UTC"))}),
+                   snapshot_properties={"kafka.connect.offsets.%s.connect-handoff" % ctl: '{"0":0}'})
+        doc = connector(floe, table_bucket, "handoff", topics=topic,
+                        **{"iceberg.tables": ns + ".events", "iceberg.control.topic": ctl,
+                           "errors.tolerance": "all", "errors.deadletterqueue.topic.name": dlq})
+        sink = Sink(write_config(tmp_path, doc), args=["--bootstrap-servers", kafka.bootstrap]).start()
+        rc = sink.wait(60)
+        assert rc == 1 and why in sink.log() and "taking table handoff.events over" in sink.log(), sink.log()[-3000:]
+        assert rows(rest_catalog, ns + ".events").num_rows == k + 1
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": kafka.bootstrap, "group.id": "w-" + uuid.uuid4().hex[:6]})
+    lo, hi = c.get_watermark_offsets(TopicPartition(dlq, 0), timeout=30)
+    c.close()
+    assert hi == 0, "records went to the dead-letter topic"
