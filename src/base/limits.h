@@ -123,6 +123,7 @@
 #define FL_SINK_HANDOFF_MAX_SCHEMA (1024 * 1024)       /* a Kafka Connect control event's Avro schema */
 #define FL_SINK_HANDOFF_MAX_REF    4096               /* ... its table reference, joined */
 #define FL_SINK_HANDOFF_TIMEOUT_MS 60000              /* reading the control topic to its end */
+#define FL_SINK_HANDOFF_MAX_FILES  100000             /* ... and the data files it may name */
 #define FL_SINK_KICK_EVERY_MS      20                 /* librdkafka < 2.1: a drained prefetch refetched at most this often ... */
 #define FL_SINK_KICK_WINDOW_MS     200                /* ... while a full poll was this recent (sink.c kick_fetcher) */
 #define FL_SINK_KAFKA_QUEUE_BACKOFF_MS "20"          /* librdkafka fetch.queue.backoff.ms (2.1+) */

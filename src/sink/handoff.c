@@ -19,6 +19,13 @@ typedef struct ev {
     int64_t items;
 } ev_t;
 
+/* Appends f to the array *files of *n (grown to twice its size at each power of two). */
+static void push_file(fl_data_file_t **files, size_t *n, const fl_data_file_t *f)
+{
+    if (!(*n & (*n - 1))) *files = fl_realloc(*files, (*n ? 2 * *n : 1) * sizeof **files);
+    (*files)[(*n)++] = *f;
+}
+
 static fl_err_t branch(ev_t *x, int32_t *n, bool *null) { return fl_avro_follow_union(x->p, &x->d, n, null); }
 
 static fl_err_t get_int(ev_t *x, int32_t n, int64_t *v)
@@ -102,8 +109,7 @@ static fl_err_t file_list(ev_t *x, int32_t n, bool deletes, fl_data_file_t **fil
                 if (f.record_count > 0) (*n_deletes)++;
                 fl_data_file_free(&f);
             } else if (f.record_count > 0) {
-                *files = fl_realloc(*files, (*nf + 1) * sizeof **files);
-                (*files)[(*nf)++] = f;
+                push_file(files, nf, &f);
             } else {
                 fl_data_file_free(&f);
             }
@@ -227,26 +233,37 @@ void fl_sink_handoff_free(fl_sink_handoff_t *h)
     memset(h, 0, sizeof *h);
 }
 
-/* Keeps each path once and only files under location; frees the rest. */
-static fl_err_t keep_files(fl_sink_handoff_t *h, fl_data_file_t *add, size_t n, const char *location, char *err,
-                           size_t errlen)
+bool fl_sink_handoff_under(const char *path, const char *location)
 {
     size_t ll = strlen(location);
     while (ll && location[ll - 1] == '/') ll--;
+    if (!ll || strncmp(path, location, ll) || path[ll] != '/') return false;
+    for (const char *q = path + ll; *q; q++) /* no "." or ".." segment may climb out of it */
+        if (q[0] == '/' && q[1] == '.' && (q[2] == '/' || !q[2] || (q[2] == '.' && (q[3] == '/' || !q[3]))))
+            return false;
+    return true;
+}
+
+/* Keeps each path once (seen: the paths kept) and only files under location; frees the rest. */
+static fl_err_t keep_files(fl_sink_handoff_t *h, json_t *seen, fl_data_file_t *add, size_t n, const char *location,
+                           char *err, size_t errlen)
+{
     fl_err_t e = FL_OK;
     for (size_t i = 0; i < n; i++) {
         fl_data_file_t *f = &add[i];
-        bool dup = false;
-        for (size_t k = 0; k < h->n_files && !dup; k++) dup = !strcmp(h->files[k].file_path, f->file_path);
-        if (!e && !dup && (strncmp(f->file_path, location, ll) || f->file_path[ll] != '/'))
+        bool dup = json_object_get(seen, f->file_path) != NULL;
+        if (!e && !dup && !fl_sink_handoff_under(f->file_path, location))
             e = fl_err_fmt(err, errlen, FL_ERR_INVALID, "the control topic names %s, outside the table's location %s",
                            f->file_path, location);
+        if (!e && !dup && h->n_files >= FL_SINK_HANDOFF_MAX_FILES)
+            e = fl_err_fmt(err, errlen, FL_ERR_TOO_LARGE, "the control topic names more than %d data files",
+                           FL_SINK_HANDOFF_MAX_FILES);
         if (e || dup) {
             fl_data_file_free(f);
             continue;
         }
-        h->files = fl_realloc(h->files, (h->n_files + 1) * sizeof *h->files);
-        h->files[h->n_files++] = *f;
+        json_object_set_new(seen, f->file_path, json_true());
+        push_file(&h->files, &h->n_files, f);
     }
     return e;
 }
@@ -269,6 +286,7 @@ fl_err_t fl_sink_handoff_read(rd_kafka_conf_t *conf, const char *topic, json_t *
         return fl_err_fmt(err, errlen, FL_ERR_INVALID, "Kafka consumer for %s: %s", topic, kerr);
     }
     fl_err_t e = FL_OK;
+    json_t *seen = json_object();
     rd_kafka_topic_partition_list_t *parts = NULL;
     rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
     const struct rd_kafka_metadata *md = NULL;
@@ -340,7 +358,7 @@ fl_err_t fl_sink_handoff_read(rd_kafka_conf_t *conf, const char *topic, json_t *
             if (e) fl_err_fmt(err, errlen, e, "control topic %s [%d] offset %" PRId64 ": %s", topic,
                               (int)m->partition, m->offset, eerr);
             if (matched) out->events++;
-            fl_err_t k = keep_files(out, files, nf, location, eerr, sizeof eerr);
+            fl_err_t k = keep_files(out, seen, files, nf, location, eerr, sizeof eerr);
             free(files);
             if (k && !e) e = fl_err_fmt(err, errlen, k, "control topic %s [%d] offset %" PRId64 ": %s", topic,
                                         (int)m->partition, m->offset, eerr);
@@ -348,6 +366,7 @@ fl_err_t fl_sink_handoff_read(rd_kafka_conf_t *conf, const char *topic, json_t *
         rd_kafka_message_destroy(m);
     }
 out:
+    json_decref(seen);
     if (parts) rd_kafka_topic_partition_list_destroy(parts);
     if (md) rd_kafka_metadata_destroy(md);
     if (rkt) rd_kafka_topic_destroy(rkt);

@@ -40,6 +40,10 @@
 fl_err_t fl_sink_handoff_event(fl_slice_t rec, const char *group, const char *table, bool *matched,
                                fl_data_file_t **files, size_t *n, char *err, size_t errlen);
 
+/* Whether path names an object under location (a "/" after it, and no "." or ".."
+ * segment that would climb out): the only files a takeover commits. */
+bool fl_sink_handoff_under(const char *path, const char *location);
+
 typedef struct fl_sink_handoff {
     fl_data_file_t *files;   /* announced for the table and not yet committed, each once */
     size_t n_files;

@@ -177,26 +177,31 @@ json_t *fl_sink_table_offsets(json_t *md, int64_t snap_id, const char *key)
     return fl_sink_table_offsets_cut(md, snap_id, key, NULL);
 }
 
-json_t *fl_sink_table_offsets_cut(json_t *md, int64_t snap_id, const char *key, bool *cut)
+/* The value of summary key in the nearest snapshot from id back that has it (borrowed), or
+ * NULL; *cut (may be NULL) when the walk met a snapshot the metadata no longer holds. */
+static const char *summary_back(json_t *md, int64_t id, const char *key, bool *cut)
 {
-    int64_t id = snap_id;
     if (cut) *cut = false;
     for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
-        json_t *s = find_snapshot(md, id);
-        if (!s) {
+        json_t *sn = find_snapshot(md, id);
+        if (!sn) {
             if (cut) *cut = true;
-            break;
+            return NULL;
         }
-        const char *v = json_string_value(json_object_get(json_object_get(s, "summary"), key));
-        if (v) {
-            json_t *m = json_loads(v, 0, NULL);
-            if (json_is_object(m)) return m;
-            json_decref(m);
-            break;
-        }
-        json_t *p = json_object_get(s, "parent-snapshot-id");
-        id = json_is_integer(p) ? (int64_t)json_integer_value(p) : -1;
+        const char *v = json_string_value(json_object_get(json_object_get(sn, "summary"), key));
+        if (v) return v;
+        json_t *pp = json_object_get(sn, "parent-snapshot-id");
+        id = json_is_integer(pp) ? (int64_t)json_integer_value(pp) : -1;
     }
+    return NULL;
+}
+
+json_t *fl_sink_table_offsets_cut(json_t *md, int64_t snap_id, const char *key, bool *cut)
+{
+    const char *v = summary_back(md, snap_id, key, cut);
+    json_t *m = v ? json_loads(v, 0, NULL) : NULL;
+    if (json_is_object(m)) return m;
+    json_decref(m);
     return json_object();
 }
 
@@ -373,20 +378,6 @@ static fl_err_t auto_create(sink_t *s, tbl_t *t, json_t *value, json_t *schema, 
 
 static fl_err_t kafka_conf(json_t *props, rd_kafka_conf_t *conf, char *err, size_t errlen);
 
-/* The value of summary key in the nearest snapshot from id back that has it (borrowed), or NULL. */
-static const char *summary_back(json_t *md, int64_t id, const char *key)
-{
-    for (int steps = 0; id >= 0 && steps < FL_SINK_MAX_ANCESTRY; steps++) {
-        json_t *sn = find_snapshot(md, id);
-        if (!sn) return NULL;
-        const char *v = json_string_value(json_object_get(json_object_get(sn, "summary"), key));
-        if (v) return v;
-        json_t *pp = json_object_get(sn, "parent-snapshot-id");
-        id = json_is_integer(pp) ? (int64_t)json_integer_value(pp) : -1;
-    }
-    return NULL;
-}
-
 typedef struct takeover {
     const char *key, *was, *now, *ours; /* the Java sink's summary key: read before, to write; our offsets key */
 } takeover_t;
@@ -398,8 +389,8 @@ static fl_err_t takeover_summary(void *arg, json_t *md, json_t *parent, json_t *
     const takeover_t *tk = arg;
     int64_t pid = parent && json_is_integer(json_object_get(parent, "snapshot-id"))
                       ? (int64_t)json_integer_value(json_object_get(parent, "snapshot-id")) : -1;
-    const char *v = summary_back(md, pid, tk->key);
-    if (!v || strcmp(v, tk->was) || summary_back(md, pid, tk->ours))
+    const char *v = summary_back(md, pid, tk->key, NULL);
+    if (!v || strcmp(v, tk->was) || summary_back(md, pid, tk->ours, NULL))
         return fl_err_fmt(err, errlen, FL_ERR_CONFLICT, "the table moved on meanwhile (another member took it over?)");
     json_object_set_new(summary, tk->key, json_string(tk->now));
     return FL_OK;
@@ -424,7 +415,7 @@ static fl_err_t take_over(sink_t *s, tbl_t *t, char *err, size_t errlen)
     else fl_buf_printf(&group, "connect-%s", c->name);
     fl_buf_printf(&key, "kafka.connect.offsets.%s.%s", topic, group.ptr);
     json_t *md = fl_append_metadata(t->ap);
-    const char *v = summary_back(md, main_snapshot(md), key.ptr);
+    const char *v = summary_back(md, main_snapshot(md), key.ptr, NULL);
     fl_err_t e = FL_OK;
     json_t *from = v ? json_loads(v, 0, NULL) : NULL;
     if (!json_is_object(from)) goto out; /* not a table the Java sink committed to */
@@ -1692,7 +1683,7 @@ fl_err_t fl_sink_run(const fl_sink_config_t *cfg, volatile sig_atomic_t *stop, c
     /* A fetch answered at every produced batch (fetch.min.bytes 1) made a trickle cost a round
      * trip, a wake-up of the broker thread and one of the consume loop per batch: 8% of a core
      * at 1 MiB/s. The broker now holds a fetch until 1 MiB is there or a tenth of the commit
-     * interval has passed, which the commit schedule absorbs: 1.3% of a core, same p99
+     * interval has passed, which the commit schedule absorbs: 1.1% of a core, same p99
      * (bench/README.md, "Streaming at a trickle"). */
     char wait_ms[24];
     int64_t wait = cfg->commit_interval_ms / FL_SINK_KAFKA_FETCH_WAIT_DIV;

@@ -94,3 +94,18 @@ FL_TEST(sink_handoff_java_events)
     CHECK(written >= 1);
     CHECK(files_seen >= 1);
 }
+
+FL_TEST(sink_handoff_files_under_the_table)
+{
+    const char *loc = "s3://wh--table-s3/t";
+    CHECK(fl_sink_handoff_under("s3://wh--table-s3/t/data/00000-0-a.parquet", loc));
+    CHECK(fl_sink_handoff_under("s3://wh--table-s3/t/data/x.parquet", "s3://wh--table-s3/t/"));
+    CHECK(fl_sink_handoff_under("s3://wh--table-s3/t/data/.hidden..parquet", loc));
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t2/data/x.parquet", loc));      /* a sibling sharing the prefix */
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t", loc));
+    CHECK(!fl_sink_handoff_under("s3://other/t/data/x.parquet", loc));
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t/../u/data/x.parquet", loc)); /* climbing out */
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t/data/..", loc));
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t/./data/x.parquet", loc));
+    CHECK(!fl_sink_handoff_under("s3://wh--table-s3/t/data/x.parquet", ""));
+}
